@@ -1,0 +1,396 @@
+//! [`Agent`]: a provider, local tools, configuration and hooks; it creates sessions and runs
+//! them with [`Agent::execute`].
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use weft_core::{
+    AgentResponse, Input, Message, Session, SessionStatus, ToolCall, ToolSpec, now_ms,
+};
+use weft_llm::{CancellationToken, ModelRequest, Provider};
+
+use crate::catalog::{LocalTools, RemoteTools};
+use crate::error::{AgentError, ExecuteError};
+use crate::execute::{BATCHES_IN_FLIGHT, Emitter, ExecuteResult, ExecuteStream};
+use crate::machine::Machine;
+use crate::run::Run;
+use crate::tool::Tool;
+
+/// How many model calls one run may make unless configured otherwise.
+pub const DEFAULT_MAX_TURNS: u32 = 50;
+/// How long a local tool call may run unless it or the agent says otherwise.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// How long a remote tool call may wait for its result.
+pub const DEFAULT_REMOTE_TOOL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// What a before-tool-call hook decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolGate {
+    /// The call goes ahead.
+    Allow,
+    /// The call is refused; the model sees this reason as an error result.
+    Block(String),
+}
+
+/// Hooks into the loop. Every method has a default that does nothing.
+pub trait AgentHooks: Send + Sync {
+    /// Called before each model call; may rewrite the request (trim or summarise the history,
+    /// inject context, change the tools).
+    fn before_model_call<'a>(&'a self, request: &'a mut ModelRequest) -> BoxFuture<'a, ()> {
+        let _ = request;
+        Box::pin(async {})
+    }
+
+    /// Called before each tool call that passed validation, local or remote; may block it.
+    fn before_tool_call<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, ToolGate> {
+        let _ = call;
+        Box::pin(async { ToolGate::Allow })
+    }
+}
+
+struct NoHooks;
+impl AgentHooks for NoHooks {}
+
+/// Decides whether a call needs approval, beyond the tools that always do.
+pub type ApprovalPolicy = Arc<dyn Fn(&ToolSpec, &ToolCall) -> bool + Send + Sync>;
+
+/// The agent's settings.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// The default model id for new sessions.
+    pub model: String,
+    /// The default system prompt for new sessions.
+    pub system_prompt: Option<String>,
+    /// How many model calls one run may make.
+    pub max_turns: u32,
+    /// How long a local tool call may run (a tool may set its own).
+    pub tool_timeout: Duration,
+    /// How long a remote call waits for its result.
+    pub remote_tool_timeout: Duration,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Output token limit per model call.
+    pub max_tokens: Option<u32>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            model: String::new(),
+            system_prompt: None,
+            max_turns: DEFAULT_MAX_TURNS,
+            tool_timeout: DEFAULT_TOOL_TIMEOUT,
+            remote_tool_timeout: DEFAULT_REMOTE_TOOL_TIMEOUT,
+            temperature: None,
+            max_tokens: None,
+        }
+    }
+}
+
+pub(crate) struct AgentInner {
+    pub(crate) provider: Arc<dyn Provider>,
+    pub(crate) tools: LocalTools,
+    pub(crate) config: AgentConfig,
+    pub(crate) hooks: Arc<dyn AgentHooks>,
+    pub(crate) approval: Option<ApprovalPolicy>,
+}
+
+/// An agent: runs sessions against a provider with a set of local tools. Cheap to clone.
+#[derive(Clone)]
+pub struct Agent {
+    inner: Arc<AgentInner>,
+}
+
+/// Builds an [`Agent`].
+pub struct AgentBuilder {
+    provider: Arc<dyn Provider>,
+    tools: Vec<Arc<dyn Tool>>,
+    config: AgentConfig,
+    hooks: Arc<dyn AgentHooks>,
+    approval: Option<ApprovalPolicy>,
+}
+
+impl AgentBuilder {
+    /// Sets the default model.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.config.model = model.into();
+        self
+    }
+
+    /// Sets the default system prompt.
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.config.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Adds a local tool.
+    pub fn tool(mut self, tool: impl Tool) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Adds a shared local tool.
+    pub fn shared_tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Limits the model calls of one run.
+    pub fn max_turns(mut self, max_turns: u32) -> Self {
+        self.config.max_turns = max_turns;
+        self
+    }
+
+    /// Sets the default timeout of local tool calls.
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.config.tool_timeout = timeout;
+        self
+    }
+
+    /// Sets how long remote calls wait for their results.
+    pub fn remote_tool_timeout(mut self, timeout: Duration) -> Self {
+        self.config.remote_tool_timeout = timeout;
+        self
+    }
+
+    /// Sets all settings at once.
+    pub fn config(mut self, config: AgentConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Installs hooks.
+    pub fn hooks(mut self, hooks: impl AgentHooks + 'static) -> Self {
+        self.hooks = Arc::new(hooks);
+        self
+    }
+
+    /// Requires approval for the calls `policy` picks (in addition to tools that always need it).
+    pub fn approval_policy(
+        mut self,
+        policy: impl Fn(&ToolSpec, &ToolCall) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.approval = Some(Arc::new(policy));
+        self
+    }
+
+    /// Builds the agent; fails on duplicate tool names or invalid parameter schemas.
+    pub fn build(self) -> Result<Agent, AgentError> {
+        let mut tools = LocalTools::default();
+        for tool in self.tools {
+            tools.add(tool)?;
+        }
+        Ok(Agent {
+            inner: Arc::new(AgentInner {
+                provider: self.provider,
+                tools,
+                config: self.config,
+                hooks: self.hooks,
+                approval: self.approval,
+            }),
+        })
+    }
+}
+
+/// How to create a session; everything is optional.
+#[derive(Debug, Clone, Default)]
+pub struct SessionOptions {
+    /// Its id (default: a new UUID).
+    pub id: Option<String>,
+    /// The model (default: the agent's).
+    pub model: Option<String>,
+    /// The system prompt (default: the agent's).
+    pub system_prompt: Option<String>,
+    /// Remote tools: specs without executors, run by the client.
+    pub tools: Vec<ToolSpec>,
+    /// Messages the conversation starts with.
+    pub messages: Vec<Message>,
+    /// The owner.
+    pub owner: Option<String>,
+}
+
+impl Agent {
+    /// Starts building an agent on `provider`.
+    pub fn builder(provider: impl Provider + 'static) -> AgentBuilder {
+        Self::builder_shared(Arc::new(provider))
+    }
+
+    /// Starts building an agent on a shared provider.
+    pub fn builder_shared(provider: Arc<dyn Provider>) -> AgentBuilder {
+        AgentBuilder {
+            provider,
+            tools: Vec::new(),
+            config: AgentConfig::default(),
+            hooks: Arc::new(NoHooks),
+            approval: None,
+        }
+    }
+
+    /// The agent's settings.
+    pub fn config(&self) -> &AgentConfig {
+        &self.inner.config
+    }
+
+    /// The specs of the agent's local tools.
+    pub fn tool_specs(&self) -> Vec<ToolSpec> {
+        self.inner.tools.specs().cloned().collect()
+    }
+
+    /// Creates a session in memory. Fails when a remote tool's name is taken or its schema is
+    /// invalid.
+    pub fn create_session(&self, options: SessionOptions) -> Result<SessionHandle, AgentError> {
+        let id = options.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let model = options.model.unwrap_or_else(|| self.inner.config.model.clone());
+        let mut session = Session::new(id, self.inner.provider.name(), model);
+        session.system_prompt =
+            options.system_prompt.or_else(|| self.inner.config.system_prompt.clone());
+        session.tools = options.tools;
+        session.messages = options.messages;
+        session.owner = options.owner;
+        self.open_session(session)
+    }
+
+    /// Takes charge of an existing session (for instance one loaded from storage). A session
+    /// left `running` by a process that stopped is taken as `error`.
+    pub fn open_session(&self, mut session: Session) -> Result<SessionHandle, AgentError> {
+        let remote = RemoteTools::new(&session.tools, &self.inner.tools)?;
+        if session.status == SessionStatus::Running {
+            session.status = SessionStatus::Error;
+        }
+        Ok(SessionHandle {
+            shared: Arc::new(Shared { state: Mutex::new(State { session, run: None }), remote }),
+        })
+    }
+
+    /// Starts a run of `session` on `input`: a user message starts a new run, tool results or
+    /// approval decisions resume a suspended one. The input is checked first: a refused input
+    /// changes nothing. Must be called within a Tokio runtime; the run is a task of its own and
+    /// goes on to its end even if the stream is dropped.
+    pub fn execute(
+        &self,
+        session: &SessionHandle,
+        input: impl Into<Input>,
+    ) -> Result<ExecuteStream, ExecuteError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| ExecuteError::NoRuntime)?;
+        let config = &self.inner.config;
+        let mut machine = Machine::new(config.max_turns, millis(config.remote_tool_timeout));
+        let cancel = CancellationToken::new();
+        let (first, start_len, last_seq, session_id) = {
+            let mut state = session.lock();
+            if state.session.status == SessionStatus::Running {
+                return Err(ExecuteError::AlreadyRunning(state.session.id.clone()));
+            }
+            let start_len = state.session.messages.len();
+            let tools = &self.inner.tools;
+            let first = machine.begin(
+                &mut state.session,
+                input.into(),
+                |name| tools.get(name).is_some(),
+                now_ms(),
+            )?;
+            state.session.status = SessionStatus::Running;
+            state.run = Some(cancel.clone());
+            (first, start_len, state.session.last_event_seq, state.session.id.clone())
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel(BATCHES_IN_FLIGHT);
+        let (result_tx, result_rx) = tokio::sync::oneshot::channel();
+        let run = Run::new(
+            self.inner.clone(),
+            session.clone(),
+            machine,
+            Emitter::new(tx, last_seq),
+            cancel.clone(),
+            start_len,
+        );
+        runtime.spawn(async move {
+            let result = run.drive(first).await;
+            let _ = result_tx.send(result);
+        });
+        Ok(ExecuteStream::new(session_id, rx, result_rx, cancel))
+    }
+
+    /// Runs `input` to the end without streaming and returns the step trace and final answer
+    /// with the whole result.
+    pub async fn respond(
+        &self,
+        session: &SessionHandle,
+        input: impl Into<Input>,
+    ) -> Result<(AgentResponse, ExecuteResult), ExecuteError> {
+        let result = self.execute(session, input)?.result().await;
+        Ok((result.response(), result))
+    }
+}
+
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+pub(crate) struct State {
+    pub(crate) session: Session,
+    /// The running run's abort token.
+    pub(crate) run: Option<CancellationToken>,
+}
+
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    pub(crate) remote: RemoteTools,
+}
+
+/// A session kept in memory, shared by the caller and its runs. Cheap to clone.
+#[derive(Clone)]
+pub struct SessionHandle {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl SessionHandle {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        // The lock is never held across an await or around code that can panic; a poisoned
+        // lock still holds a consistent session.
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> String {
+        self.lock().session.id.clone()
+    }
+
+    /// Its status.
+    pub fn status(&self) -> SessionStatus {
+        self.lock().session.status
+    }
+
+    /// A copy of the whole session.
+    pub fn snapshot(&self) -> Session {
+        self.lock().session.clone()
+    }
+
+    /// Calls waiting for remote results.
+    pub fn pending_tool_calls(&self) -> Vec<ToolCall> {
+        self.lock().session.pending_tool_calls()
+    }
+
+    /// Calls waiting for approval.
+    pub fn pending_approvals(&self) -> Vec<ToolCall> {
+        self.lock().session.pending_approvals()
+    }
+
+    /// Aborts the session's run. A running run stops (see [`ExecuteStream::abort`]); a suspended
+    /// one has its waiting calls answered with error results and ends `aborted`, so the session
+    /// takes a new user message. Returns whether there was anything to abort.
+    pub fn abort(&self) -> bool {
+        let mut state = self.lock();
+        if let Some(run) = &state.run {
+            run.cancel();
+            return true;
+        }
+        if state.session.open_turn.is_none() {
+            return false;
+        }
+        Machine::new(1, 0).abort(&mut state.session, now_ms());
+        state.session.status = SessionStatus::Aborted;
+        state.session.version += 1;
+        state.session.updated_at = now_ms();
+        true
+    }
+}

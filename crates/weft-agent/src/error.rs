@@ -1,0 +1,67 @@
+//! Errors: configuration mistakes ([`AgentError`]) and inputs a session cannot take
+//! ([`ExecuteError`]). Failures during a run are never errors: they are events and statuses.
+
+/// A mistake in how an agent or a session is set up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgentError {
+    /// Two tools share a name.
+    #[error("two tools are named {0:?}; tool names must be unique")]
+    DuplicateTool(String),
+    /// A tool's parameter schema is not a JSON Schema.
+    #[error("the parameter schema of tool {tool:?} is not a valid JSON Schema: {reason}")]
+    InvalidToolSchema {
+        /// The tool.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Why `execute` refused an input. A refused input changes nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExecuteError {
+    /// The session already has a run in progress.
+    #[error("session {0} is already running; wait for its run to end or abort it")]
+    AlreadyRunning(String),
+    /// A user message arrived while tool calls wait for results or approvals.
+    #[error(
+        "session {session} is waiting on tool calls {}; send their results or approvals first, or abort the run",
+        .calls.join(", ")
+    )]
+    AwaitingToolCalls {
+        /// The session.
+        session: String,
+        /// The calls it waits on.
+        calls: Vec<String>,
+    },
+    /// Tool results or approvals arrived, but the session waits for none.
+    #[error("session {0} is not waiting for tool results or approvals")]
+    NothingPending(String),
+    /// A tool result for a call that is not waiting for one.
+    #[error("no pending tool call has id {0:?}")]
+    UnknownToolCall(String),
+    /// An approval decision for a call that is not waiting for one.
+    #[error("no tool call awaiting approval has id {0:?}")]
+    UnknownApproval(String),
+    /// The same call is answered twice in one input.
+    #[error("tool call {0:?} is answered more than once")]
+    DuplicateAnswer(String),
+    /// A tool result names a different tool than its call.
+    #[error(
+        "the result for tool call {id:?} names tool {given:?}, but the call is to {expected:?}"
+    )]
+    ToolNameMismatch {
+        /// The call.
+        id: String,
+        /// The name in the result.
+        given: String,
+        /// The call's tool.
+        expected: String,
+    },
+    /// Tool results or approvals with nothing in them.
+    #[error("the input holds no tool results or approvals")]
+    EmptyInput,
+    /// `execute` was called outside a Tokio runtime.
+    #[error("execute() must be called from within a Tokio runtime")]
+    NoRuntime,
+}

@@ -1,0 +1,47 @@
+//! # weft-agent
+//!
+//! The agent loop. An [`Agent`] holds a provider, local [`Tool`]s, settings and hooks; it creates
+//! sessions ([`SessionHandle`]) and runs them with [`Agent::execute`], which returns an
+//! [`ExecuteStream`]: every event as it happens, then [`ExecuteStream::result`].
+//!
+//! - A tool call to a local tool runs in a task of its own (concurrently with the turn's other
+//!   calls), streaming its output; a panic or a timeout becomes an error result the model sees.
+//! - A tool call to a remote tool (a session's spec without an executor) suspends the run with
+//!   status `awaiting_tool_execution`; executing the session with the tool results resumes it.
+//! - A tool call that needs approval suspends the run with status `awaiting_approval`; executing
+//!   with approval decisions resumes it (a denial is an error result the model sees).
+//! - The loop's decisions are a pure state machine (`machine`); the driver (`run`) does the IO.
+//!
+//! ```
+//! use weft_agent::{Agent, SessionOptions};
+//! use weft_core::{Input, SessionStatus};
+//! use weft_llm::faux::{FauxProvider, FauxScript, FauxTurn};
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let provider = FauxProvider::new(FauxScript::new([FauxTurn::text("Hi there")]));
+//! let agent = Agent::builder(provider).build().unwrap();
+//! let session = agent.create_session(SessionOptions::default()).unwrap();
+//! let (response, result) = agent.respond(&session, Input::text("Hello")).await.unwrap();
+//! assert_eq!(result.status, SessionStatus::Completed);
+//! assert_eq!(response.final_output, "Hi there");
+//! # });
+//! ```
+
+mod agent;
+mod catalog;
+mod error;
+mod execute;
+mod machine;
+mod run;
+pub mod tool;
+
+pub use agent::{
+    Agent, AgentBuilder, AgentConfig, AgentHooks, ApprovalPolicy, DEFAULT_MAX_TURNS,
+    DEFAULT_REMOTE_TOOL_TIMEOUT, DEFAULT_TOOL_TIMEOUT, SessionHandle, SessionOptions, ToolGate,
+};
+pub use error::{AgentError, ExecuteError};
+pub use execute::{AbortHandle, ExecuteResult, ExecuteStream, Sequenced, SequencedStream};
+pub use tool::{
+    FnTool, Tool, ToolContext, ToolEvent, ToolOutput, ToolOutputSink, ToolStream,
+    streaming_tool_fn, tool_fn,
+};

@@ -1,0 +1,250 @@
+//! Remote tools suspend a run and tool results resume it; approvals suspend and decide.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::{Recording, run};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use weft_agent::{Agent, ExecuteError, SessionOptions, tool_fn};
+use weft_core::{
+    AgentEvent, ApprovalDecision, Input, Message, SessionStatus, ToolResultMessage, ToolSpec,
+};
+use weft_llm::faux::FauxTurn;
+
+#[derive(Deserialize, JsonSchema)]
+struct Path {
+    path: String,
+}
+
+fn browser_tool() -> ToolSpec {
+    ToolSpec::new(
+        "read_page",
+        "Reads the page open in the user's browser",
+        json!({"type": "object", "properties": {"selector": {"type": "string"}}, "required": ["selector"]}),
+    )
+}
+
+fn counting_agent(provider: Recording, runs: Arc<AtomicUsize>, approval: bool) -> Agent {
+    let tool = tool_fn("delete_file", "Deletes a file", move |a: Path| {
+        let runs = runs.clone();
+        async move {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, String>(format!("deleted {}", a.path))
+        }
+    });
+    let tool = if approval { tool.with_approval() } else { tool };
+    Agent::builder(provider).tool(tool).build().unwrap()
+}
+
+#[tokio::test]
+async fn remote_tool_suspends_and_a_result_resumes() {
+    let provider = Recording::new([
+        FauxTurn::tool_call("read_page", json!({"selector": "h1"})),
+        FauxTurn::text("The title is Weft."),
+    ]);
+    let agent = counting_agent(provider.clone(), Arc::default(), false);
+    let session = agent
+        .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .unwrap();
+
+    let (events, result) = run(&agent, &session, Input::text("What is the title?")).await;
+    assert_eq!(result.status, SessionStatus::AwaitingToolExecution);
+    assert_eq!(result.pending_tool_calls.len(), 1);
+    let call = result.pending_tool_calls[0].clone();
+    assert_eq!((call.name.as_str(), &call.arguments), ("read_page", &json!({"selector": "h1"})));
+    assert_eq!(session.pending_tool_calls(), vec![call.clone()]);
+    assert_eq!(session.status(), SessionStatus::AwaitingToolExecution);
+    assert!(!events.iter().any(|e| matches!(e, AgentEvent::ToolExecutionStart { .. })));
+    let awaiting: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::AwaitingToolExecution { tool_calls, .. } => Some(tool_calls.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(awaiting, vec![vec![call.clone()]]);
+    assert_eq!(events.last().unwrap().kind(), "session_end");
+    assert_eq!(provider.calls(), 1);
+
+    // A result for a call that does not exist is refused and changes nothing.
+    let before = session.snapshot();
+    let bogus = ToolResultMessage::new("no-such-call", "read_page", "x", false);
+    let err = agent.execute(&session, Input::ToolResults(vec![bogus])).err().unwrap();
+    assert_eq!(err, ExecuteError::UnknownToolCall("no-such-call".into()));
+    assert_eq!(err.to_string(), "no pending tool call has id \"no-such-call\"");
+    assert_eq!(session.snapshot(), before);
+    // So is a user message while the call waits.
+    let err = agent.execute(&session, Input::text("hello?")).err().unwrap();
+    assert!(matches!(err, ExecuteError::AwaitingToolCalls { .. }), "{err}");
+    assert_eq!(session.snapshot(), before);
+
+    let answer = ToolResultMessage::ok(&call, "Weft");
+    let (events, result) = run(&agent, &session, Input::ToolResults(vec![answer])).await;
+    assert_eq!(result.status, SessionStatus::Completed);
+    assert!(session.pending_tool_calls().is_empty());
+    let roles: Vec<_> = result.messages.iter().map(Message::role).collect();
+    assert_eq!(roles, [weft_core::Role::ToolResult, weft_core::Role::Assistant]);
+    assert_eq!(result.response().final_output, "The title is Weft.");
+    // The step the call belonged to ends in the resumed run, with the remote result.
+    let step = &result.steps[0];
+    assert_eq!(step.step_index, 0);
+    assert_eq!(step.tool_results[0].output, "Weft");
+    assert_eq!(result.steps[1].step_index, 1);
+    assert!(
+        events.iter().any(|e| matches!(e, AgentEvent::StepEnd { step } if step.step_index == 0))
+    );
+    // The model saw the result.
+    let Some(Message::ToolResult(r)) = provider.last_request().messages.last().cloned() else {
+        panic!("no tool result sent to the model")
+    };
+    assert_eq!(r.text_content(), "Weft");
+}
+
+#[tokio::test]
+async fn mixed_turn_runs_the_local_call_and_waits_for_the_remote_one() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let provider = Recording::new([
+        FauxTurn::default()
+            .with_tool_call_id("remote", "read_page", json!({"selector": "title"}))
+            .with_tool_call_id("local", "delete_file", json!({"path": "/tmp/x"})),
+        FauxTurn::text("Done."),
+    ]);
+    let agent = counting_agent(provider.clone(), runs.clone(), false);
+    let session = agent
+        .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .unwrap();
+    let (events, result) = run(&agent, &session, Input::text("go")).await;
+    assert_eq!(result.status, SessionStatus::AwaitingToolExecution);
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the local call ran");
+    assert!(events.iter().any(|e| matches!(e, AgentEvent::ToolExecutionEnd { tool_call_id, .. } if tool_call_id == "local")));
+    assert_eq!(
+        result.pending_tool_calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+        ["remote"]
+    );
+    // The local result is held until the turn is complete: results keep the model's order.
+    assert_eq!(result.messages.len(), 2);
+
+    let call = result.pending_tool_calls[0].clone();
+    let (_, result) =
+        run(&agent, &session, Input::ToolResults(vec![ToolResultMessage::ok(&call, "Title")]))
+            .await;
+    assert_eq!(result.status, SessionStatus::Completed);
+    let ids: Vec<_> = result
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(r) => Some(r.tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, ["remote", "local"]);
+    let step = &result.steps[0];
+    assert_eq!(
+        step.tool_results.iter().map(|r| r.call.id.as_str()).collect::<Vec<_>>(),
+        ["remote", "local"]
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the local call ran once");
+}
+
+#[tokio::test]
+async fn approval_denied_then_granted() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let provider = Recording::new([
+        FauxTurn::tool_call("delete_file", json!({"path": "/etc/passwd"})),
+        FauxTurn::tool_call("delete_file", json!({"path": "/tmp/cache"})),
+        FauxTurn::text("Deleted the cache."),
+    ]);
+    let agent = counting_agent(provider.clone(), runs.clone(), true);
+    let session = agent.create_session(SessionOptions::default()).unwrap();
+
+    let (events, result) = run(&agent, &session, Input::text("clean up")).await;
+    assert_eq!(result.status, SessionStatus::AwaitingApproval);
+    assert_eq!(result.pending_approvals.len(), 1);
+    assert!(result.pending_tool_calls.is_empty());
+    assert!(events.iter().any(
+        |e| matches!(e, AgentEvent::ApprovalRequired { tool_calls, .. } if tool_calls.len() == 1)
+    ));
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+
+    // An approval for an unknown call is refused.
+    let err = agent
+        .execute(&session, Input::Approvals { approvals: vec![ApprovalDecision::approve("nope")] })
+        .err()
+        .unwrap();
+    assert_eq!(err, ExecuteError::UnknownApproval("nope".into()));
+
+    let first = result.pending_approvals[0].id.clone();
+    let deny =
+        Input::Approvals { approvals: vec![ApprovalDecision::deny(&first, "not that file")] };
+    let (events, result) = run(&agent, &session, deny).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "a denied call never runs");
+    assert!(!events.iter().any(|e| matches!(e, AgentEvent::ToolExecutionStart { .. })));
+    // The model saw the denial as an error result, then asked again.
+    let request = provider.requests.lock().unwrap()[1].clone();
+    let Some(Message::ToolResult(r)) = request.messages.last() else { panic!("no result") };
+    assert!(r.is_error);
+    assert_eq!(r.text_content(), "Tool call denied by the user: not that file");
+    assert_eq!(result.status, SessionStatus::AwaitingApproval);
+
+    let second = result.pending_approvals[0].id.clone();
+    let approve = Input::Approvals { approvals: vec![ApprovalDecision::approve(&second)] };
+    let (events, result) = run(&agent, &session, approve).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the approved call ran");
+    assert!(events.iter().any(|e| matches!(e, AgentEvent::ToolExecutionEnd { output, .. } if output == "deleted /tmp/cache")));
+    assert_eq!(result.status, SessionStatus::Completed);
+    assert_eq!(result.response().final_output, "Deleted the cache.");
+}
+
+#[tokio::test]
+async fn an_approval_policy_and_an_approved_remote_call() {
+    let provider = Recording::new([
+        FauxTurn::tool_call("read_page", json!({"selector": "#secret"})),
+        FauxTurn::text("ok"),
+    ]);
+    let agent = Agent::builder(provider)
+        .approval_policy(|_, call| call.arguments["selector"] == "#secret")
+        .build()
+        .unwrap();
+    let session = agent
+        .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .unwrap();
+    let (_, result) = run(&agent, &session, Input::text("read")).await;
+    assert_eq!(result.status, SessionStatus::AwaitingApproval);
+    let id = result.pending_approvals[0].id.clone();
+    // Once approved, a remote call is handed to the client.
+    let (events, result) =
+        run(&agent, &session, Input::Approvals { approvals: vec![ApprovalDecision::approve(&id)] })
+            .await;
+    assert_eq!(result.status, SessionStatus::AwaitingToolExecution);
+    assert_eq!(result.pending_tool_calls[0].id, id);
+    assert!(events.iter().any(|e| e.kind() == "awaiting_tool_execution"));
+}
+
+#[tokio::test]
+async fn aborting_a_suspended_session_answers_its_calls_and_frees_it() {
+    let provider = Recording::new([
+        FauxTurn::tool_call("read_page", json!({"selector": "h1"})),
+        FauxTurn::text("fresh start"),
+    ]);
+    let agent = counting_agent(provider.clone(), Arc::default(), false);
+    let session = agent
+        .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .unwrap();
+    let (_, result) = run(&agent, &session, Input::text("go")).await;
+    assert_eq!(result.status, SessionStatus::AwaitingToolExecution);
+    assert!(session.abort());
+    assert_eq!(session.status(), SessionStatus::Aborted);
+    let Some(Message::ToolResult(r)) = session.snapshot().messages.last().cloned() else {
+        panic!("the waiting call was not answered")
+    };
+    assert!(r.is_error);
+    let (_, result) = run(&agent, &session, Input::text("never mind")).await;
+    assert_eq!(result.status, SessionStatus::Completed);
+    assert!(!session.abort(), "nothing left to abort");
+}

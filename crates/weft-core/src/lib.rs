@@ -1,0 +1,43 @@
+//! # weft-core
+//!
+//! The canonical model of Weft: the types every other crate speaks.
+//!
+//! - [`message`]: messages and content blocks ([`Message`], [`AssistantMessage`], [`ToolCall`] …)
+//!   and [`StopReason`];
+//! - [`usage`]: [`Usage`] and [`Cost`];
+//! - [`tool`]: [`ToolSpec`], what a model is told about a tool;
+//! - [`event`]: [`AgentEvent`], the one closed set of events a run emits;
+//! - [`step`]: the step trace ([`AgentStep`], [`ToolExecutionResult`], [`AgentResponse`]);
+//! - [`session`]: [`Session`], its status, and the [`Input`] that starts or resumes a run.
+//!
+//! This crate is plain data: it does no IO and uses no async runtime. Its JSON form is the agent
+//! plan's (camelCase fields, `type`/`role` tags), specified on each type.
+//!
+//! ```
+//! use weft_core::{AgentEvent, Message, UserMessage};
+//!
+//! let event = AgentEvent::MessageEnd { message: Box::new(Message::User(UserMessage::text("hi"))) };
+//! let json = serde_json::to_value(&event).unwrap();
+//! assert_eq!(json["type"], "message_end");
+//! assert_eq!(json["message"]["role"], "user");
+//! ```
+
+pub mod event;
+pub mod message;
+pub mod session;
+pub mod step;
+pub mod tool;
+pub mod usage;
+
+pub use event::AgentEvent;
+pub use message::{
+    AssistantContent, AssistantMessage, ImageContent, Message, Role, StopReason, TextContent,
+    ThinkingContent, TimestampMs, ToolCall, ToolResultMessage, UserContent, UserMessage, now_ms,
+};
+pub use session::{ApprovalDecision, CallSlot, CallState, Input, OpenTurn, Session, SessionStatus};
+pub use step::{
+    AgentResponse, AgentStep, CitationRef, SafetyNote, SafetyVerdict, StepAnnotations,
+    ToolExecutionResult,
+};
+pub use tool::ToolSpec;
+pub use usage::{Cost, Prices, Usage};

@@ -1,0 +1,394 @@
+//! Messages and content blocks: the conversation a model sees.
+//!
+//! The JSON form is the agent plan's (camelCase fields, a `role` tag on messages and a `type`
+//! tag on blocks). A user or tool-result `content` given as a plain string is accepted on input
+//! and always written back as a list of blocks.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use crate::usage::{Cost, Usage};
+
+/// Milliseconds since the Unix epoch; every timestamp in the canonical model uses it.
+pub type TimestampMs = u64;
+
+/// Plain text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextContent {
+    /// The text.
+    pub text: String,
+}
+
+/// A model's reasoning, with the provider's opaque signature when it sent one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThinkingContent {
+    /// The reasoning text (or its summary, for providers that only give summaries).
+    pub thinking: String,
+    /// Opaque signature that must be sent back unchanged to the model that made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+}
+
+/// A call the model asks for: a tool name and its JSON arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call id; tool results refer to it.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, normally a JSON object. Arguments that were not valid JSON are kept as a
+    /// JSON string holding the raw text, so nothing the model said is lost.
+    pub arguments: Value,
+}
+
+/// An image, base64-encoded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageContent {
+    /// Base64 data.
+    pub data: String,
+    /// MIME type such as `image/png`.
+    pub mime_type: String,
+}
+
+/// A block of a user message or a tool result: text or an image.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum UserContent {
+    /// Text.
+    Text(TextContent),
+    /// An image.
+    Image(ImageContent),
+}
+
+impl UserContent {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text(TextContent { text: text.into() })
+    }
+}
+
+/// A block of an assistant message: text, thinking or a tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum AssistantContent {
+    /// Text.
+    Text(TextContent),
+    /// Reasoning.
+    Thinking(ThinkingContent),
+    /// A tool call.
+    ToolCall(ToolCall),
+}
+
+/// Why a model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum StopReason {
+    /// A natural end.
+    #[default]
+    Stop,
+    /// The output token limit was reached.
+    Length,
+    /// The model asked for tool calls.
+    ToolUse,
+    /// The provider failed, refused or stopped for safety; `error_message` says why.
+    Error,
+    /// The caller aborted; the partial content is kept.
+    Aborted,
+}
+
+impl StopReason {
+    /// Whether the message ended in failure (`error` or `aborted`).
+    pub fn is_failure(self) -> bool {
+        matches!(self, Self::Error | Self::Aborted)
+    }
+
+    /// The JSON name (`"toolUse"` …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stop => "stop",
+            Self::Length => "length",
+            Self::ToolUse => "toolUse",
+            Self::Error => "error",
+            Self::Aborted => "aborted",
+        }
+    }
+}
+
+/// A message from the user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserMessage {
+    /// Its blocks; a plain string is accepted on input.
+    #[serde(deserialize_with = "user_content")]
+    pub content: Vec<UserContent>,
+    /// When it was made.
+    #[serde(default)]
+    pub timestamp: TimestampMs,
+}
+
+impl UserMessage {
+    /// A text-only user message stamped now.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self { content: vec![UserContent::text(text)], timestamp: now_ms() }
+    }
+
+    /// The concatenated text of its text blocks.
+    pub fn text_content(&self) -> String {
+        join_text(&self.content)
+    }
+}
+
+/// A message from the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantMessage {
+    /// Its blocks in the order the model produced them.
+    pub content: Vec<AssistantContent>,
+    /// Why the model stopped.
+    pub stop_reason: StopReason,
+    /// What went wrong, when `stop_reason` is `error` or `aborted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    /// Tokens used by this call.
+    #[serde(default)]
+    pub usage: Usage,
+    /// What this call cost, when the model's prices are known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+    /// The provider that made it (`openai`, `anthropic`, `faux` …).
+    pub provider: String,
+    /// The model id.
+    pub model: String,
+    /// When it started.
+    #[serde(default)]
+    pub timestamp: TimestampMs,
+}
+
+impl AssistantMessage {
+    /// An empty message of `provider`/`model`, stamped now, as a stream begins.
+    pub fn empty(provider: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            content: Vec::new(),
+            stop_reason: StopReason::Stop,
+            error_message: None,
+            usage: Usage::default(),
+            cost: None,
+            provider: provider.into(),
+            model: model.into(),
+            timestamp: now_ms(),
+        }
+    }
+
+    /// The concatenated text of its text blocks.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for block in &self.content {
+            if let AssistantContent::Text(t) = block {
+                out.push_str(&t.text);
+            }
+        }
+        out
+    }
+
+    /// Its tool calls, in order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.content.iter().filter_map(|b| match b {
+            AssistantContent::ToolCall(call) => Some(call),
+            _ => None,
+        })
+    }
+}
+
+/// The result of one tool call, as the model sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultMessage {
+    /// The call it answers.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// The output; a plain string is accepted on input.
+    #[serde(deserialize_with = "user_content")]
+    pub content: Vec<UserContent>,
+    /// Structured details for user interfaces; never sent to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    /// Whether the call failed.
+    #[serde(default)]
+    pub is_error: bool,
+    /// When it was made.
+    #[serde(default)]
+    pub timestamp: TimestampMs,
+}
+
+impl ToolResultMessage {
+    /// A successful text result stamped now.
+    pub fn ok(call: &ToolCall, output: impl Into<String>) -> Self {
+        Self::new(call.id.clone(), call.name.clone(), output, false)
+    }
+
+    /// An error result stamped now: the model sees `message` as the tool's output.
+    pub fn error(call: &ToolCall, message: impl Into<String>) -> Self {
+        Self::new(call.id.clone(), call.name.clone(), message, true)
+    }
+
+    /// A text result stamped now.
+    pub fn new(
+        tool_call_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        output: impl Into<String>,
+        is_error: bool,
+    ) -> Self {
+        Self {
+            tool_call_id: tool_call_id.into(),
+            tool_name: tool_name.into(),
+            content: vec![UserContent::text(output)],
+            details: None,
+            is_error,
+            timestamp: now_ms(),
+        }
+    }
+
+    /// The concatenated text of its text blocks.
+    pub fn text_content(&self) -> String {
+        join_text(&self.content)
+    }
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "camelCase")]
+pub enum Message {
+    /// From the user.
+    User(UserMessage),
+    /// From the model.
+    Assistant(AssistantMessage),
+    /// A tool's result.
+    ToolResult(ToolResultMessage),
+}
+
+impl Message {
+    /// The role name as it appears in JSON.
+    pub fn role(&self) -> Role {
+        match self {
+            Self::User(_) => Role::User,
+            Self::Assistant(_) => Role::Assistant,
+            Self::ToolResult(_) => Role::ToolResult,
+        }
+    }
+}
+
+impl From<UserMessage> for Message {
+    fn from(m: UserMessage) -> Self {
+        Self::User(m)
+    }
+}
+impl From<AssistantMessage> for Message {
+    fn from(m: AssistantMessage) -> Self {
+        Self::Assistant(m)
+    }
+}
+impl From<ToolResultMessage> for Message {
+    fn from(m: ToolResultMessage) -> Self {
+        Self::ToolResult(m)
+    }
+}
+
+/// A message's role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Role {
+    /// The user.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool result.
+    ToolResult,
+}
+
+/// The current time in milliseconds since the Unix epoch (0 if the clock is before it).
+pub fn now_ms() -> TimestampMs {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+fn join_text(blocks: &[UserContent]) -> String {
+    let mut out = String::new();
+    for block in blocks {
+        if let UserContent::Text(t) = block {
+            out.push_str(&t.text);
+        }
+    }
+    out
+}
+
+fn user_content<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<UserContent>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Text(String),
+        Blocks(Vec<UserContent>),
+    }
+    Ok(match Either::deserialize(d)? {
+        Either::Text(text) => vec![UserContent::text(text)],
+        Either::Blocks(blocks) => blocks,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_string_content_is_accepted_and_written_as_blocks() {
+        let m: Message =
+            serde_json::from_str(r#"{"role":"user","content":"hi","timestamp":5}"#).unwrap();
+        assert_eq!(
+            serde_json::to_string(&m).unwrap(),
+            r#"{"role":"user","content":[{"type":"text","text":"hi"}],"timestamp":5}"#
+        );
+        let r: Message = serde_json::from_str(
+            r#"{"role":"toolResult","toolCallId":"c1","toolName":"t","content":"out","isError":true}"#,
+        )
+        .unwrap();
+        let Message::ToolResult(r) = r else { panic!("not a tool result") };
+        assert!(r.is_error);
+        assert_eq!(r.text_content(), "out");
+    }
+
+    #[test]
+    fn assistant_message_json_uses_the_plans_names() {
+        let mut m = AssistantMessage::empty("faux", "m1");
+        m.timestamp = 1;
+        m.stop_reason = StopReason::ToolUse;
+        m.content.push(AssistantContent::Thinking(ThinkingContent {
+            thinking: "hm".into(),
+            signature: Some("sig".into()),
+        }));
+        m.content.push(AssistantContent::ToolCall(ToolCall {
+            id: "c1".into(),
+            name: "get".into(),
+            arguments: serde_json::json!({"a":1}),
+        }));
+        let json = serde_json::to_value(Message::Assistant(m.clone())).unwrap();
+        assert_eq!(json["role"], "assistant");
+        assert_eq!(json["stopReason"], "toolUse");
+        assert_eq!(json["content"][0]["type"], "thinking");
+        assert_eq!(json["content"][0]["signature"], "sig");
+        assert_eq!(json["content"][1]["type"], "toolCall");
+        assert_eq!(json["usage"]["cacheRead"], 0);
+        let back: Message = serde_json::from_value(json).unwrap();
+        assert_eq!(back, Message::Assistant(m));
+    }
+
+    #[test]
+    fn unknown_role_is_a_clear_error() {
+        let err = serde_json::from_str::<Message>(r#"{"role":"robot","content":"x"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("robot"), "{err}");
+    }
+}

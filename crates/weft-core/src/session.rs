@@ -1,0 +1,329 @@
+//! Sessions: a conversation the runtime keeps, its status, and what it waits for.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use crate::message::{Message, TimestampMs, ToolCall, ToolResultMessage, UserMessage};
+use crate::step::AgentStep;
+use crate::tool::ToolSpec;
+use crate::usage::{Cost, Usage};
+
+/// Where a session stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStatus {
+    /// Created, never run.
+    #[default]
+    Idle,
+    /// A run is in progress.
+    Running,
+    /// The last run ended with the model's answer.
+    Completed,
+    /// The last run is suspended until remote tool results arrive.
+    AwaitingToolExecution,
+    /// The last run is suspended until tool calls are approved or denied.
+    AwaitingApproval,
+    /// The last run failed (the model's message says why).
+    Error,
+    /// The last run was aborted.
+    Aborted,
+    /// The last run stopped because it reached its `max_turns` limit.
+    MaxTurns,
+}
+
+impl SessionStatus {
+    /// Whether a run is suspended waiting for tool results or approvals.
+    pub fn is_suspended(self) -> bool {
+        matches!(self, Self::AwaitingToolExecution | Self::AwaitingApproval)
+    }
+
+    /// The JSON name (`"awaiting_tool_execution"` …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::AwaitingToolExecution => "awaiting_tool_execution",
+            Self::AwaitingApproval => "awaiting_approval",
+            Self::Error => "error",
+            Self::Aborted => "aborted",
+            Self::MaxTurns => "max_turns",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A decision on a tool call that needs approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalDecision {
+    /// The call decided on.
+    pub tool_call_id: String,
+    /// Approve (the tool runs) or deny (the model sees an error result).
+    pub approved: bool,
+    /// Why, shown to the model on a denial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl ApprovalDecision {
+    /// Approve a call.
+    pub fn approve(tool_call_id: impl Into<String>) -> Self {
+        Self { tool_call_id: tool_call_id.into(), approved: true, reason: None }
+    }
+
+    /// Deny a call, saying why.
+    pub fn deny(tool_call_id: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self { tool_call_id: tool_call_id.into(), approved: false, reason: Some(reason.into()) }
+    }
+}
+
+/// What starts or resumes a run.
+///
+/// JSON: a user message object, an array of tool-result messages, or `{"approvals": [...]}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Input {
+    /// A new user message: starts a new run.
+    User(UserMessage),
+    /// Results of remote tool calls: resumes a suspended run.
+    ToolResults(Vec<ToolResultMessage>),
+    /// Decisions on calls awaiting approval: resumes a suspended run.
+    Approvals {
+        /// The decisions.
+        approvals: Vec<ApprovalDecision>,
+    },
+}
+
+impl Input {
+    /// A text user message.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::User(UserMessage::text(text))
+    }
+}
+
+impl From<UserMessage> for Input {
+    fn from(m: UserMessage) -> Self {
+        Self::User(m)
+    }
+}
+
+impl<'de> Deserialize<'de> for Input {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = Value::deserialize(d)?;
+        match &value {
+            Value::Array(_) => {
+                serde_json::from_value(value).map(Input::ToolResults).map_err(D::Error::custom)
+            }
+            Value::Object(map) if map.contains_key("approvals") => {
+                #[derive(Deserialize)]
+                struct Approvals {
+                    approvals: Vec<ApprovalDecision>,
+                }
+                serde_json::from_value::<Approvals>(value)
+                    .map(|a| Input::Approvals { approvals: a.approvals })
+                    .map_err(D::Error::custom)
+            }
+            Value::Object(map) => match map.get("role").and_then(Value::as_str) {
+                Some("user") => {
+                    serde_json::from_value(value).map(Input::User).map_err(D::Error::custom)
+                }
+                Some("toolResult") => serde_json::from_value(value)
+                    .map(|r| Input::ToolResults(vec![r]))
+                    .map_err(D::Error::custom),
+                Some(other) => Err(D::Error::custom(format!(
+                    "input role must be \"user\" or \"toolResult\", not {other:?}"
+                ))),
+                None => Err(D::Error::custom(
+                    "input must be a user message, an array of tool results or {\"approvals\": [...]}",
+                )),
+            },
+            _ => Err(D::Error::custom(
+                "input must be a user message, an array of tool results or {\"approvals\": [...]}",
+            )),
+        }
+    }
+}
+
+/// What a suspended call waits for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum CallState {
+    /// Done; its result is held until every call of the turn is done.
+    Done {
+        /// The result.
+        result: ToolResultMessage,
+    },
+    /// Waiting for a remote result.
+    AwaitingResult {
+        /// When the call was handed over.
+        since: TimestampMs,
+        /// After this instant the call is answered with an error result.
+        deadline: TimestampMs,
+    },
+    /// Running locally.
+    Running,
+    /// Waiting for an approval decision.
+    AwaitingApproval,
+}
+
+/// One call of a suspended turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallSlot {
+    /// The call.
+    pub call: ToolCall,
+    /// What it waits for.
+    #[serde(flatten)]
+    pub state: CallState,
+}
+
+/// A turn whose tool calls are not all answered yet: the run executes them, or is suspended on
+/// them until remote results or approval decisions arrive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenTurn {
+    /// The step the calls belong to, with the results known so far.
+    pub step: AgentStep,
+    /// Every call of the turn in the model's order.
+    pub calls: Vec<CallSlot>,
+}
+
+impl OpenTurn {
+    /// Calls waiting for a remote result.
+    pub fn pending_tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.calls
+            .iter()
+            .filter(|s| matches!(s.state, CallState::AwaitingResult { .. }))
+            .map(|s| &s.call)
+    }
+
+    /// Calls waiting for approval.
+    pub fn pending_approvals(&self) -> impl Iterator<Item = &ToolCall> {
+        self.calls
+            .iter()
+            .filter(|s| matches!(s.state, CallState::AwaitingApproval))
+            .map(|s| &s.call)
+    }
+}
+
+/// A conversation the runtime keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Session {
+    /// Its id.
+    pub id: String,
+    /// Where it stands.
+    pub status: SessionStatus,
+    /// The provider of the last (or next) model call.
+    pub provider: String,
+    /// The model of the last (or next) model call.
+    pub model: String,
+    /// The system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// The session's own tools: specs given by the client. Those without a local executor of
+    /// the same name are remote.
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+    /// The whole conversation, append-only.
+    #[serde(default)]
+    pub messages: Vec<Message>,
+    /// Tokens used over the session's life.
+    #[serde(default)]
+    pub usage: Usage,
+    /// Cost over the session's life.
+    #[serde(default)]
+    pub cost: Cost,
+    /// The turn whose tool calls are not all answered (kept while a run is suspended on it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_turn: Option<OpenTurn>,
+    /// The last checkpoint of a run's state, for modes that keep one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<Value>,
+    /// Bumped on every change (optimistic concurrency).
+    #[serde(default)]
+    pub version: u64,
+    /// The sequence number of the session's last event (0: none yet).
+    #[serde(default)]
+    pub last_event_seq: u64,
+    /// How many steps (model calls) the session has made.
+    #[serde(default)]
+    pub step_count: u32,
+    /// When it was created.
+    pub created_at: TimestampMs,
+    /// When it last changed.
+    pub updated_at: TimestampMs,
+    /// Who owns it (an API key's owner), if anyone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+}
+
+impl Session {
+    /// A new idle session.
+    pub fn new(
+        id: impl Into<String>,
+        provider: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Self {
+        let now = crate::message::now_ms();
+        Self {
+            id: id.into(),
+            status: SessionStatus::Idle,
+            provider: provider.into(),
+            model: model.into(),
+            system_prompt: None,
+            tools: Vec::new(),
+            messages: Vec::new(),
+            usage: Usage::default(),
+            cost: Cost::default(),
+            open_turn: None,
+            checkpoint: None,
+            version: 0,
+            last_event_seq: 0,
+            step_count: 0,
+            created_at: now,
+            updated_at: now,
+            owner: None,
+        }
+    }
+
+    /// Calls waiting for a remote result.
+    pub fn pending_tool_calls(&self) -> Vec<ToolCall> {
+        self.open_turn.iter().flat_map(|t| t.pending_tool_calls().cloned()).collect()
+    }
+
+    /// Calls waiting for approval.
+    pub fn pending_approvals(&self) -> Vec<ToolCall> {
+        self.open_turn.iter().flat_map(|t| t.pending_approvals().cloned()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_forms() {
+        let u: Input = serde_json::from_str(r#"{"role":"user","content":"hi"}"#).unwrap();
+        assert!(matches!(u, Input::User(_)));
+        let r: Input = serde_json::from_str(
+            r#"[{"role":"toolResult","toolCallId":"c","toolName":"t","content":"ok"}]"#,
+        )
+        .unwrap();
+        assert!(matches!(r, Input::ToolResults(v) if v.len() == 1));
+        let a: Input =
+            serde_json::from_str(r#"{"approvals":[{"toolCallId":"c","approved":false}]}"#).unwrap();
+        assert!(matches!(a, Input::Approvals { approvals } if !approvals[0].approved));
+        let bad = serde_json::from_str::<Input>(r#"{"role":"assistant"}"#).unwrap_err();
+        assert!(bad.to_string().contains("\"assistant\""), "{bad}");
+        let bad = serde_json::from_str::<Input>("42").unwrap_err();
+        assert!(bad.to_string().contains("input must be"), "{bad}");
+    }
+}

@@ -1,0 +1,56 @@
+//! Tool specifications: what a model is told about a tool.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A tool as the model sees it: a name, a description and a JSON Schema for its arguments.
+///
+/// A spec alone describes a *remote* tool: one that runs outside the agent (in a browser, another
+/// service, a human's hands). A local tool is a spec plus an executor, which lives in
+/// `weft-agent`; what JSON drops (the executor) is what marks a tool as remote.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolSpec {
+    /// The name the model calls it by.
+    pub name: String,
+    /// A human-readable label for user interfaces (defaults to the name).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub label: String,
+    /// What it does, for the model.
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of its arguments.
+    #[serde(default = "empty_object_schema")]
+    pub parameters: Value,
+    /// Whether each call must be approved before it runs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub requires_approval: bool,
+}
+
+impl ToolSpec {
+    /// A spec with a name, a description and a parameter schema.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+        Self {
+            name: name.into(),
+            label: String::new(),
+            description: description.into(),
+            parameters,
+            requires_approval: false,
+        }
+    }
+
+    /// The same spec, requiring approval for every call.
+    pub fn with_approval(mut self) -> Self {
+        self.requires_approval = true;
+        self
+    }
+
+    /// The label, or the name when no label was given.
+    pub fn display_label(&self) -> &str {
+        if self.label.is_empty() { &self.name } else { &self.label }
+    }
+}
+
+fn empty_object_schema() -> Value {
+    serde_json::json!({"type": "object", "properties": {}})
+}
