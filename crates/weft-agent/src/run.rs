@@ -476,10 +476,21 @@ async fn run_one(
         Ok(Err(panic)) => format!("The tool panicked: {}", panic_message(&*panic)),
         Err(_) => {
             cancel.cancel();
-            format!("The tool timed out after {:.1}s", timeout.as_secs_f64())
+            format!("The tool timed out after {}", human_duration(timeout))
         }
     };
     let _ = tx.send((i, ToolEvent::Error(error))).await;
+}
+
+/// `250ms`, `1.5s`, `300s`.
+fn human_duration(d: std::time::Duration) -> String {
+    if d.as_millis() < 1000 {
+        format!("{}ms", d.as_millis())
+    } else if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {

@@ -1,0 +1,246 @@
+//! The faux provider through `ProviderStream`: what each script produces, and how the stream
+//! enforces the provider contract.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::json;
+use weft_core::{AssistantContent, StopReason, Usage};
+use weft_llm::faux::{FauxProvider, FauxScript, FauxTurn};
+use weft_llm::{
+    CancellationToken, ContentDelta, ModelRequest, Provider, ProviderEvent, ProviderStream,
+    StreamEvent,
+};
+
+fn request(session: &str) -> ModelRequest {
+    ModelRequest { session_id: session.into(), model: "m1".into(), ..Default::default() }
+}
+
+async fn collect(mut stream: ProviderStream) -> (Vec<ContentDelta>, StreamEvent) {
+    let mut deltas = Vec::new();
+    while let Some(event) = stream.next().await {
+        match event {
+            StreamEvent::Content(d) => deltas.push(d),
+            terminal => {
+                assert!(stream.next().await.is_none(), "nothing after the terminal event");
+                return (deltas, terminal);
+            }
+        }
+    }
+    panic!("no terminal event")
+}
+
+#[tokio::test]
+async fn a_full_turn_streams_thinking_text_and_calls_in_order() {
+    let turn = FauxTurn::text("Grüße, 世界!")
+        .with_thinking("hmm")
+        .with_tool_call_id("c1", "get_weather", json!({"city": "Paris"}))
+        .with_chunk_size(2)
+        .with_usage(10, 5);
+    let turn = FauxTurn { signature: Some("sig-1".into()), ..turn };
+    let provider = FauxProvider::new(FauxScript::new([turn]));
+    let (deltas, terminal) = collect(provider.stream(request("s"), CancellationToken::new())).await;
+
+    use ContentDelta::*;
+    assert_eq!(deltas[0], ThinkingStart { index: 0 });
+    assert_eq!(deltas[1], ThinkingDelta { index: 0, delta: "hm".into() });
+    assert_eq!(deltas[2], ThinkingDelta { index: 0, delta: "m".into() });
+    assert_eq!(deltas[3], ThinkingSignature { index: 0, signature: "sig-1".into() });
+    assert_eq!(deltas[4], ThinkingEnd { index: 0 });
+    assert_eq!(deltas[5], TextStart { index: 1 });
+    // Chunks are counted in characters, never splitting one.
+    let text: Vec<_> = deltas
+        .iter()
+        .filter_map(|d| match d {
+            TextDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, ["Gr", "üß", "e,", " 世", "界!"]);
+    assert!(deltas.contains(&ToolCallStart {
+        index: 2,
+        id: "c1".into(),
+        name: "get_weather".into()
+    }));
+    let args: String = deltas
+        .iter()
+        .filter_map(|d| match d {
+            ToolCallDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(args, r#"{"city":"Paris"}"#);
+    assert_eq!(deltas.last(), Some(&ToolCallEnd { index: 2 }));
+
+    let StreamEvent::Done(message) = terminal else { panic!("{terminal:?}") };
+    assert_eq!(message.stop_reason, StopReason::ToolUse);
+    assert_eq!((message.provider.as_str(), message.model.as_str()), ("faux", "m1"));
+    assert_eq!(message.usage, Usage::new(10, 5, 0, 0));
+    assert!(matches!(&message.content[0],
+        AssistantContent::Thinking(t) if t.thinking == "hmm" && t.signature.as_deref() == Some("sig-1")));
+    assert_eq!(message.text(), "Grüße, 世界!");
+    let call = message.tool_calls().next().unwrap();
+    assert_eq!(call.arguments, json!({"city": "Paris"}));
+}
+
+#[tokio::test]
+async fn each_session_has_its_own_cursor_and_running_out_is_an_error() {
+    let provider =
+        FauxProvider::new(FauxScript::new([FauxTurn::text("one"), FauxTurn::text("two")]));
+    let text = |e: StreamEvent| match e {
+        StreamEvent::Done(m) => m.text(),
+        other => panic!("{other:?}"),
+    };
+    let c = CancellationToken::new;
+    assert_eq!(text(collect(provider.stream(request("a"), c())).await.1), "one");
+    assert_eq!(text(collect(provider.stream(request("b"), c())).await.1), "one");
+    assert_eq!(text(collect(provider.stream(request("a"), c())).await.1), "two");
+    let (_, end) = collect(provider.stream(request("a"), c())).await;
+    let StreamEvent::Error(m) = end else { panic!("{end:?}") };
+    assert_eq!(m.stop_reason, StopReason::Error);
+    assert_eq!(
+        m.error_message.as_deref(),
+        Some("the faux script has no turn left: all 2 turns were played")
+    );
+    assert_eq!(provider.turns_played("a"), 3);
+}
+
+#[tokio::test]
+async fn an_error_turn_cuts_the_stream_mid_block_and_keeps_the_partial() {
+    let turn =
+        FauxTurn::text("abcdef").with_chunk_size(4).with_usage(3, 2).with_error("overloaded");
+    let provider = FauxProvider::new(FauxScript::new([turn]));
+    let (deltas, end) = collect(provider.stream(request("s"), CancellationToken::new())).await;
+    assert!(
+        !deltas.iter().any(|d| matches!(d, ContentDelta::TextEnd { .. })),
+        "cut before the end"
+    );
+    let StreamEvent::Error(m) = end else { panic!("{end:?}") };
+    assert_eq!((m.text().as_str(), m.error_message.as_deref()), ("abcdef", Some("overloaded")));
+    assert_eq!(m.usage.total, 5, "usage already sent is kept");
+}
+
+#[tokio::test]
+async fn cancelling_a_stalled_stream_ends_it_aborted_with_the_partial() {
+    let provider = FauxProvider::new(FauxScript::new([FauxTurn::text("partial")
+        .with_chunk_size(100)
+        .stalled()]));
+    let cancel = CancellationToken::new();
+    let mut stream = provider.stream(request("s"), cancel.clone());
+    let mut seen = 0;
+    while seen < 2 {
+        assert!(matches!(stream.next().await, Some(StreamEvent::Content(_))));
+        seen += 1;
+    }
+    assert_eq!(stream.partial().text(), "partial");
+    // The stream now hangs until cancelled.
+    assert!(tokio::time::timeout(Duration::from_millis(30), stream.next()).await.is_err());
+    cancel.cancel();
+    let Some(StreamEvent::Error(m)) = stream.next().await else { panic!("not aborted") };
+    assert_eq!(m.stop_reason, StopReason::Aborted);
+    assert_eq!(m.text(), "partial");
+    assert!(stream.next().await.is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn delays_apply_before_each_delta() {
+    let provider = FauxProvider::new(FauxScript::new([FauxTurn::text("abcdefgh")
+        .with_chunk_size(2)
+        .with_delay_ms(100)]));
+    let start = tokio::time::Instant::now();
+    let (deltas, _) = collect(provider.stream(request("s"), CancellationToken::new())).await;
+    assert_eq!(deltas.len(), 6);
+    assert_eq!(start.elapsed(), Duration::from_millis(400), "four deltas, 100ms each");
+}
+
+#[tokio::test]
+async fn invalid_argument_json_is_kept_as_raw_text() {
+    let turn = FauxTurn::tool_call("f", json!("{\"a\": tru"));
+    let provider = FauxProvider::new(FauxScript::new([turn]));
+    let (_, end) = collect(provider.stream(request("s"), CancellationToken::new())).await;
+    let StreamEvent::Done(m) = end else { panic!() };
+    assert_eq!(m.tool_calls().next().unwrap().arguments, json!("{\"a\": tru"));
+}
+
+#[tokio::test]
+async fn partial_arguments_are_visible_while_a_call_streams() {
+    let turn = FauxTurn::tool_call("f", json!({"path": "/a/long/path"})).with_chunk_size(6);
+    let provider = FauxProvider::new(FauxScript::new([turn]));
+    let mut stream = provider.stream(request("s"), CancellationToken::new());
+    let mut snapshots = Vec::new();
+    while let Some(StreamEvent::Content(d)) = stream.next().await {
+        if let ContentDelta::ToolCallDelta { index, .. } = d {
+            snapshots.push(stream.tool_call_arguments(index).cloned());
+        }
+    }
+    assert_eq!(snapshots.first(), Some(&Some(json!({}))));
+    assert_eq!(
+        snapshots[1..],
+        [
+            Some(json!({"path": "/a/"})),
+            Some(json!({"path": "/a/long/p"})),
+            Some(json!({"path": "/a/long/path"}))
+        ]
+    );
+}
+
+fn scripted(events: Vec<ProviderEvent>) -> ProviderStream {
+    ProviderStream::new("test", "m", None, CancellationToken::new(), futures::stream::iter(events))
+}
+
+#[tokio::test]
+async fn the_stream_enforces_the_provider_contract() {
+    use ContentDelta::*;
+    // An adapter that stops without a terminal event.
+    let (_, end) = collect(scripted(vec![
+        ProviderEvent::Content(TextStart { index: 0 }),
+        ProviderEvent::Content(TextDelta { index: 0, delta: "half".into() }),
+    ]))
+    .await;
+    let StreamEvent::Error(m) = end else { panic!() };
+    assert_eq!(m.text(), "half");
+    assert!(m.error_message.unwrap().contains("ended before the call was complete"));
+
+    // A delta for a block that was never started.
+    let (_, end) = collect(scripted(vec![
+        ProviderEvent::Content(TextStart { index: 0 }),
+        ProviderEvent::Content(TextDelta { index: 3, delta: "x".into() }),
+    ]))
+    .await;
+    let StreamEvent::Error(m) = end else { panic!() };
+    assert_eq!(
+        m.error_message.as_deref(),
+        Some("provider protocol violation: block 3 is not open")
+    );
+
+    // A block started out of order.
+    let (_, end) = collect(scripted(vec![ProviderEvent::Content(ToolCallStart {
+        index: 1,
+        id: "c".into(),
+        name: "f".into(),
+    })]))
+    .await;
+    assert!(matches!(end, StreamEvent::Error(_)));
+
+    // A failure event with a non-failure reason still ends as an error.
+    let (_, end) = collect(scripted(vec![ProviderEvent::Error {
+        reason: StopReason::Stop,
+        message: "boom".into(),
+    }]))
+    .await;
+    let StreamEvent::Error(m) = end else { panic!() };
+    assert_eq!((m.stop_reason, m.error_message.as_deref()), (StopReason::Error, Some("boom")));
+}
+
+#[tokio::test]
+async fn cost_is_computed_from_prices() {
+    let provider =
+        FauxProvider::new(FauxScript::new([FauxTurn::text("x").with_usage(1_000_000, 1_000_000)]));
+    let mut req = request("s");
+    req.prices = Some(weft_core::Prices { input: 1.0, output: 4.0, ..Default::default() });
+    let (_, end) = collect(provider.stream(req, CancellationToken::new())).await;
+    let StreamEvent::Done(m) = end else { panic!() };
+    assert_eq!(m.cost.unwrap().total, 5.0);
+}
