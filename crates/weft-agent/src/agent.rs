@@ -227,6 +227,10 @@ impl Agent {
         }
     }
 
+    pub(crate) fn from_inner(inner: Arc<AgentInner>) -> Self {
+        Self { inner }
+    }
+
     /// The agent's settings.
     pub fn config(&self) -> &AgentConfig {
         &self.inner.config

@@ -29,6 +29,7 @@
 
 mod agent;
 mod catalog;
+mod deadline;
 mod error;
 mod execute;
 mod machine;

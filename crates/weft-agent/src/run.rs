@@ -121,6 +121,11 @@ impl Run {
             let s = &state.session;
             (s.messages[self.start_len..].to_vec(), s.pending_tool_calls(), s.pending_approvals())
         };
+        if status == SessionStatus::AwaitingToolExecution
+            || (status == SessionStatus::AwaitingApproval && !pending_tool_calls.is_empty())
+        {
+            crate::deadline::watch(&self.agent, &self.session);
+        }
         let (mut usage, mut cost) = (Usage::default(), Cost::default());
         for message in &messages {
             if let Message::Assistant(m) = message {

@@ -248,3 +248,56 @@ async fn aborting_a_suspended_session_answers_its_calls_and_frees_it() {
     assert_eq!(result.status, SessionStatus::Completed);
     assert!(!session.abort(), "nothing left to abort");
 }
+
+#[tokio::test]
+async fn an_unanswered_remote_call_times_out_and_the_run_goes_on() {
+    let provider = Recording::new([
+        FauxTurn::tool_call("read_page", json!({"selector": "h1"})),
+        FauxTurn::text("The page did not answer."),
+    ]);
+    let agent = Agent::builder(provider.clone())
+        .remote_tool_timeout(std::time::Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let session = agent
+        .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .unwrap();
+    let (_, result) = run(&agent, &session, Input::text("title?")).await;
+    assert_eq!(result.status, SessionStatus::AwaitingToolExecution);
+    for _ in 0..200 {
+        if session.status() == SessionStatus::Completed {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(session.status(), SessionStatus::Completed);
+    let Some(Message::ToolResult(r)) = provider.last_request().messages.last().cloned() else {
+        panic!("the model was not told")
+    };
+    assert!(r.is_error);
+    assert!(r.text_content().contains("before its deadline"), "{}", r.text_content());
+}
+
+#[tokio::test]
+async fn a_result_before_the_deadline_wins() {
+    let provider = Recording::new([
+        FauxTurn::tool_call("read_page", json!({"selector": "h1"})),
+        FauxTurn::text("Got it."),
+        FauxTurn::text("unused"),
+    ]);
+    let agent = Agent::builder(provider.clone())
+        .remote_tool_timeout(std::time::Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let session = agent
+        .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .unwrap();
+    let (_, result) = run(&agent, &session, Input::text("title?")).await;
+    let call = result.pending_tool_calls[0].clone();
+    let (_, result) =
+        run(&agent, &session, Input::ToolResults(vec![ToolResultMessage::ok(&call, "Weft")])).await;
+    assert_eq!(result.status, SessionStatus::Completed);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(provider.calls(), 2, "the watchdog found nothing to expire");
+    assert_eq!(session.snapshot().messages.len(), 4);
+}
