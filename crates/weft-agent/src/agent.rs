@@ -280,6 +280,7 @@ impl Agent {
         let config = &self.inner.config;
         let mut machine = Machine::new(config.max_turns, millis(config.remote_tool_timeout));
         let cancel = CancellationToken::new();
+        let input_message;
         let (first, start_len, last_seq, session_id) = {
             let mut state = session.lock();
             if state.session.status == SessionStatus::Running {
@@ -287,9 +288,16 @@ impl Agent {
             }
             let start_len = state.session.messages.len();
             let tools = &self.inner.tools;
+            let input = input.into();
+            // A user message is emitted as the run's first message; tool results are emitted
+            // when their turn completes.
+            input_message = match &input {
+                Input::User(message) => Some(Message::User(message.clone())),
+                _ => None,
+            };
             let first = machine.begin(
                 &mut state.session,
-                input.into(),
+                input,
                 |name| tools.get(name).is_some(),
                 now_ms(),
             )?;
@@ -308,7 +316,7 @@ impl Agent {
             start_len,
         );
         runtime.spawn(async move {
-            let result = run.drive(first).await;
+            let result = run.drive(input_message, first).await;
             let _ = result_tx.send(result);
         });
         Ok(ExecuteStream::new(session_id, rx, result_rx, cancel))

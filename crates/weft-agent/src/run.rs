@@ -53,15 +53,13 @@ impl Run {
     }
 
     /// Runs to a resting status and reports what the run did.
-    pub(crate) async fn drive(mut self, first: Progress) -> ExecuteResult {
+    pub(crate) async fn drive(mut self, input: Option<Message>, first: Progress) -> ExecuteResult {
         self.emitter.emit(AgentEvent::SessionStart {
             session_id: self.session_id.clone(),
             run_id: uuid::Uuid::new_v4().to_string(),
             agent: MODE.to_string(),
         });
-        // The input message, if the input was one.
-        let input: Vec<Message> = self.session.lock().session.messages[self.start_len..].to_vec();
-        for message in input {
+        if let Some(message) = input {
             self.emit_message(message);
         }
         let mut progress = first;

@@ -87,6 +87,20 @@ async fn remote_tool_suspends_and_a_result_resumes() {
     let answer = ToolResultMessage::ok(&call, "Weft");
     let (events, result) = run(&agent, &session, Input::ToolResults(vec![answer])).await;
     assert_eq!(result.status, SessionStatus::Completed);
+    // The result is emitted once, in the observe node that completes the step.
+    assert_eq!(
+        common::kinds(&events)[..8],
+        [
+            "session_start",
+            "node_enter",
+            "message_start",
+            "message_end",
+            "node_exit",
+            "step_end",
+            "node_enter",
+            "step_start"
+        ]
+    );
     assert!(session.pending_tool_calls().is_empty());
     let roles: Vec<_> = result.messages.iter().map(Message::role).collect();
     assert_eq!(roles, [weft_core::Role::ToolResult, weft_core::Role::Assistant]);
@@ -184,6 +198,11 @@ async fn approval_denied_then_granted() {
         Input::Approvals { approvals: vec![ApprovalDecision::deny(&first, "not that file")] };
     let (events, result) = run(&agent, &session, deny).await;
     assert_eq!(runs.load(Ordering::SeqCst), 0, "a denied call never runs");
+    let result_messages = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::MessageEnd { message } if matches!(**message, Message::ToolResult(_))))
+        .count();
+    assert_eq!(result_messages, 1, "the denial's result is emitted once");
     assert!(!events.iter().any(|e| matches!(e, AgentEvent::ToolExecutionStart { .. })));
     // The model saw the denial as an error result, then asked again.
     let request = provider.requests.lock().unwrap()[1].clone();
