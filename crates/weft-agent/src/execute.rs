@@ -39,11 +39,12 @@ pub struct ExecuteResult {
     pub pending_tool_calls: Vec<ToolCall>,
     /// Calls waiting for approval (status `awaiting_approval`).
     pub pending_approvals: Vec<ToolCall>,
-    /// Tokens the run used.
+    /// Tokens used by this run's model calls.
     pub usage: Usage,
-    /// What the run cost.
+    /// What this run's model calls cost.
     pub cost: Cost,
-    /// The steps the run finished, in order.
+    /// The steps the run finished, in order. A resumed run's first step may be the one its
+    /// suspension began in (its model call was made, and counted in usage, by the earlier run).
     pub steps: Vec<AgentStep>,
     /// What went wrong, when the status is `error`, `aborted` or `max_turns`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -128,6 +129,15 @@ impl ExecuteStream {
                 error: Some("the run ended without a result (its task was cancelled)".into()),
             },
         }
+    }
+
+    /// Reads every event to the end, then the result.
+    pub async fn collect_all(mut self) -> (Vec<AgentEvent>, ExecuteResult) {
+        let mut events = Vec::new();
+        while let Some(event) = futures::StreamExt::next(&mut self).await {
+            events.push(event);
+        }
+        (events, self.result().await)
     }
 
     fn poll_sequenced(&mut self, cx: &mut Context<'_>) -> Poll<Option<Sequenced>> {

@@ -44,5 +44,5 @@ pub use error::{AgentError, ExecuteError};
 pub use execute::{AbortHandle, ExecuteResult, ExecuteStream, Sequenced, SequencedStream};
 pub use tool::{
     FnTool, Tool, ToolContext, ToolEvent, ToolOutput, ToolOutputSink, ToolStream,
-    streaming_tool_fn, tool_fn,
+    parameters_schema, streaming_tool_fn, tool_fn,
 };

@@ -90,13 +90,24 @@ pub trait Tool: Send + Sync + 'static {
     }
 }
 
-/// Sends a streaming tool's output as it is produced.
+/// Sends a streaming tool's output as it is produced, and tells the tool about its call.
 #[derive(Debug, Clone)]
 pub struct ToolOutputSink {
     tx: mpsc::UnboundedSender<ToolEvent>,
+    ctx: ToolContext,
 }
 
 impl ToolOutputSink {
+    /// The call's id.
+    pub fn call_id(&self) -> &str {
+        &self.ctx.call_id
+    }
+
+    /// Fires when the call is aborted or times out; long-running work should stop then.
+    pub fn cancelled(&self) -> &CancellationToken {
+        &self.ctx.cancel
+    }
+
     /// Sends more output. Returns `false` once nobody listens any more (the call was aborted).
     pub fn send(&self, delta: impl Into<String>) -> bool {
         self.tx.send(ToolEvent::Delta(delta.into())).is_ok()
@@ -146,7 +157,8 @@ pub fn parameters_schema<A: JsonSchema>() -> Value {
     schema
 }
 
-/// A non-streaming tool from an async fn of typed arguments.
+/// A non-streaming tool from an async fn of typed arguments (use [`streaming_tool_fn`] for a
+/// tool that needs its call id or cancellation).
 ///
 /// The parameter schema is derived from `A` (schemars); arguments are validated against it and
 /// deserialized before `run` is called. `Err` becomes an error result the model sees.
@@ -216,7 +228,7 @@ impl<A: DeserializeOwned + Send + 'static> Tool for FnTool<A> {
         self.timeout
     }
 
-    fn execute(&self, args: Value, _ctx: ToolContext) -> ToolStream {
+    fn execute(&self, args: Value, ctx: ToolContext) -> ToolStream {
         let args: A = match serde_json::from_value(args) {
             Ok(args) => args,
             Err(e) => {
@@ -225,7 +237,7 @@ impl<A: DeserializeOwned + Send + 'static> Tool for FnTool<A> {
             }
         };
         let (tx, rx) = mpsc::unbounded_channel();
-        let fut = (self.run)(args, ToolOutputSink { tx });
+        let fut = (self.run)(args, ToolOutputSink { tx, ctx });
         let run = FnRun { fut: Some(fut), rx, last: None };
         // Deltas are passed on while the fn runs; once it returns, the deltas it sent before
         // returning are drained, then its value ends the stream.

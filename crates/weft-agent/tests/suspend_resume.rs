@@ -212,7 +212,7 @@ async fn approval_denied_then_granted() {
     assert_eq!(result.status, SessionStatus::AwaitingApproval);
 
     let second = result.pending_approvals[0].id.clone();
-    let approve = Input::Approvals { approvals: vec![ApprovalDecision::approve(&second)] };
+    let approve = Input::from(vec![ApprovalDecision::approve(&second)]);
     let (events, result) = run(&agent, &session, approve).await;
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the approved call ran");
     assert!(events.iter().any(|e| matches!(e, AgentEvent::ToolExecutionEnd { output, .. } if output == "deleted /tmp/cache")));

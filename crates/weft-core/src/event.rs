@@ -203,7 +203,9 @@ pub enum AgentEvent {
         /// The new output.
         delta: String,
     },
-    /// A tool finished (or failed, was denied, or timed out).
+    /// A local tool that started has finished: completed, failed, panicked, timed out or was
+    /// aborted. Calls answered without running (unknown tool, invalid arguments, blocked,
+    /// denied) have no execution events; their error result is the `toolResult` message.
     ToolExecutionEnd {
         /// The call.
         tool_call_id: String,

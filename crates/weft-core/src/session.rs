@@ -107,6 +107,36 @@ impl Input {
     }
 }
 
+impl Input {
+    /// Approves one call awaiting approval.
+    pub fn approve(tool_call_id: impl Into<String>) -> Self {
+        Self::Approvals { approvals: vec![ApprovalDecision::approve(tool_call_id)] }
+    }
+
+    /// Denies one call awaiting approval, saying why (the model sees the reason).
+    pub fn deny(tool_call_id: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::Approvals { approvals: vec![ApprovalDecision::deny(tool_call_id, reason)] }
+    }
+}
+
+impl From<Vec<ToolResultMessage>> for Input {
+    fn from(results: Vec<ToolResultMessage>) -> Self {
+        Self::ToolResults(results)
+    }
+}
+
+impl From<ToolResultMessage> for Input {
+    fn from(result: ToolResultMessage) -> Self {
+        Self::ToolResults(vec![result])
+    }
+}
+
+impl From<Vec<ApprovalDecision>> for Input {
+    fn from(approvals: Vec<ApprovalDecision>) -> Self {
+        Self::Approvals { approvals }
+    }
+}
+
 impl From<UserMessage> for Input {
     fn from(m: UserMessage) -> Self {
         Self::User(m)

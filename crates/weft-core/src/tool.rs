@@ -45,6 +45,12 @@ impl ToolSpec {
         self
     }
 
+    /// The same spec with a label for user interfaces.
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = label.into();
+        self
+    }
+
     /// The label, or the name when no label was given.
     pub fn display_label(&self) -> &str {
         if self.label.is_empty() { &self.name } else { &self.label }

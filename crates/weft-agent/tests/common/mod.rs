@@ -3,7 +3,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use futures::StreamExt;
 use weft_agent::{Agent, ExecuteResult, SessionHandle};
 use weft_core::{AgentEvent, Input};
 use weft_llm::faux::{FauxProvider, FauxScript, FauxTurn};
@@ -50,12 +49,7 @@ pub async fn run(
     session: &SessionHandle,
     input: impl Into<Input>,
 ) -> (Vec<AgentEvent>, ExecuteResult) {
-    let mut stream = agent.execute(session, input).expect("input accepted");
-    let mut events = Vec::new();
-    while let Some(event) = stream.next().await {
-        events.push(event);
-    }
-    (events, stream.result().await)
+    agent.execute(session, input).expect("input accepted").collect_all().await
 }
 
 /// The `type` tags of `events`.
