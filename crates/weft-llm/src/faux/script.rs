@@ -106,20 +106,20 @@ fn is_zero(v: &u64) -> bool {
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
     /// The file could not be read.
-    #[error("cannot read faux script {path}: {source}")]
+    #[error("cannot read faux script {path}: {error}")]
     Io {
         /// The file.
         path: String,
-        /// Why.
-        source: std::io::Error,
+        /// Why (already part of the message, so not reported again as a cause).
+        error: std::io::Error,
     },
     /// The JSON is not a script.
-    #[error("invalid faux script{}: {source}", .path.as_deref().map(|p| format!(" {p}")).unwrap_or_default())]
+    #[error("invalid faux script{}: {error}", .path.as_deref().map(|p| format!(" {p}")).unwrap_or_default())]
     Json {
         /// The file, if read from one.
         path: Option<String>,
-        /// Why.
-        source: serde_json::Error,
+        /// Why (already part of the message).
+        error: serde_json::Error,
     },
 }
 
@@ -131,7 +131,7 @@ impl FauxScript {
 
     /// Parses a script from JSON.
     pub fn from_json(json: &str) -> Result<Self, ScriptError> {
-        serde_json::from_str(json).map_err(|source| ScriptError::Json { path: None, source })
+        serde_json::from_str(json).map_err(|error| ScriptError::Json { path: None, error })
     }
 
     /// Reads a script from a JSON file.
@@ -139,9 +139,9 @@ impl FauxScript {
         let path = path.as_ref();
         let display = path.display().to_string();
         let json = std::fs::read_to_string(path)
-            .map_err(|source| ScriptError::Io { path: display.clone(), source })?;
+            .map_err(|error| ScriptError::Io { path: display.clone(), error })?;
         serde_json::from_str(&json)
-            .map_err(|source| ScriptError::Json { path: Some(display), source })
+            .map_err(|error| ScriptError::Json { path: Some(display), error })
     }
 }
 

@@ -1,0 +1,538 @@
+//! Showing a run as it happens: [`Renderer`] turns [`AgentEvent`]s into text for a person,
+//! [`JsonLines`] writes each event as one line of JSON (the native canonical form).
+//!
+//! Both write to any [`Write`] and never flush on their own: the caller flushes whenever the run
+//! has nothing more to say for the moment (see [`Sink::flush`]), so output appears as it happens
+//! without a system call per token.
+//!
+//! What the renderer writes:
+//!
+//! ```text
+//! thinking: The user wants an echo.          thinking (dimmed instead, with colour)
+//! Let me echo that.                          text, as it streams
+//! [tool] echo {"text":"hello world"}         a tool call, once its arguments are complete
+//!   hello world                              the tool's output, indented, as it streams
+//! [tool] echo: ok                            its result (`error` when it failed)
+//! It said hello world.
+//! ```
+
+use std::collections::{HashMap, HashSet};
+use std::io::{self, Write};
+
+use weft_core::{AgentEvent, Message, ToolCall};
+
+const DIM: &str = "\x1b[2m";
+const CYAN: &str = "\x1b[36m";
+const RED_BOLD: &str = "\x1b[1;31m";
+const RESET: &str = "\x1b[0m";
+
+/// What the plain (colourless) renderer puts before each line of thinking.
+pub(crate) const THINKING_PREFIX: &str = "thinking: ";
+/// How a tool's output is indented.
+const INDENT: &str = "  ";
+
+/// Where run events go.
+pub(crate) trait Sink {
+    /// Shows one event.
+    fn event(&mut self, event: &AgentEvent) -> io::Result<()>;
+
+    /// Ends an unfinished line, so what follows (a shell prompt, an error) starts on its own.
+    fn finish(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Hands everything written so far to the output.
+    fn flush(&mut self) -> io::Result<()>;
+}
+
+/// Each event as one line of JSON.
+pub(crate) struct JsonLines<W: Write> {
+    out: W,
+}
+
+impl<W: Write> JsonLines<W> {
+    /// Writes to `out`.
+    pub(crate) fn new(out: W) -> Self {
+        Self { out }
+    }
+}
+
+impl<W: Write> Sink for JsonLines<W> {
+    fn event(&mut self, event: &AgentEvent) -> io::Result<()> {
+        // An IO failure inside serde_json comes back as the io::Error it was (broken pipe …).
+        serde_json::to_writer(&mut self.out, event)?;
+        self.out.write_all(b"\n")
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// What the last thing written belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Section {
+    /// Nothing yet, or a finished line that belongs to nothing in particular.
+    None,
+    /// The model's text.
+    Text,
+    /// The model's thinking.
+    Thinking,
+    /// A tool call's line or output (by call id).
+    Tool(String),
+}
+
+/// The terminal renderer: fed one event at a time.
+pub(crate) struct Renderer<W: Write> {
+    out: W,
+    color: bool,
+    /// Whether nothing has been written on the current line yet.
+    at_line_start: bool,
+    section: Section,
+    /// Tool names by call id.
+    names: HashMap<String, String>,
+    /// Output each running call has streamed so far.
+    streamed: HashMap<String, String>,
+    /// Calls whose result has been shown.
+    shown: HashSet<String>,
+}
+
+impl<W: Write> Renderer<W> {
+    /// Writes to `out`; `color` allows ANSI escapes (dimmed thinking, coloured tool lines).
+    pub(crate) fn new(out: W, color: bool) -> Self {
+        Self {
+            out,
+            color,
+            at_line_start: true,
+            section: Section::None,
+            names: HashMap::new(),
+            streamed: HashMap::new(),
+            shown: HashSet::new(),
+        }
+    }
+
+    /// The output, for tests.
+    #[cfg(test)]
+    fn into_inner(self) -> W {
+        self.out
+    }
+
+    /// Writes `text` as is, keeping track of line starts.
+    fn raw(&mut self, text: &str) -> io::Result<()> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        self.out.write_all(text.as_bytes())?;
+        self.at_line_start = text.ends_with('\n');
+        Ok(())
+    }
+
+    /// Ends the current line if something is on it.
+    fn end_line(&mut self) -> io::Result<()> {
+        if !self.at_line_start {
+            self.raw("\n")?;
+        }
+        Ok(())
+    }
+
+    /// Writes `text`, starting each new line with `prefix` and wrapping each piece in `style`
+    /// (with colour on).
+    fn lines(&mut self, text: &str, prefix: &str, style: Option<&str>) -> io::Result<()> {
+        for piece in text.split_inclusive('\n') {
+            if self.at_line_start {
+                self.out.write_all(prefix.as_bytes())?;
+            }
+            match style {
+                Some(style) if self.color => {
+                    // Every piece is closed on its own, so an interrupted run never leaves the
+                    // terminal styled.
+                    let (body, newline) = match piece.strip_suffix('\n') {
+                        Some(body) => (body, "\n"),
+                        None => (piece, ""),
+                    };
+                    write!(self.out, "{style}{body}{RESET}{newline}")?;
+                }
+                _ => self.out.write_all(piece.as_bytes())?,
+            }
+            self.at_line_start = piece.ends_with('\n');
+        }
+        Ok(())
+    }
+
+    /// Starts writing for `section`: a new line unless the output continues what is there.
+    fn enter(&mut self, section: Section) -> io::Result<()> {
+        if self.section != section {
+            self.end_line()?;
+            self.section = section;
+        }
+        Ok(())
+    }
+
+    /// The `[tool]` marker that starts every tool line.
+    fn tool_marker(&mut self) -> io::Result<()> {
+        if self.color {
+            write!(self.out, "{CYAN}[tool]{RESET}")
+        } else {
+            write!(self.out, "[tool]")
+        }
+    }
+
+    fn tool_call(&mut self, call: &ToolCall) -> io::Result<()> {
+        self.names.insert(call.id.clone(), call.name.clone());
+        self.end_line()?;
+        self.tool_marker()?;
+        let args = serde_json::to_string(&call.arguments).map_err(io::Error::from)?;
+        self.raw(&format!(" {} {args}\n", call.name))?;
+        self.section = Section::Tool(call.id.clone());
+        Ok(())
+    }
+
+    /// Output of call `id` follows: when something else was written since its last line, a
+    /// header says whose output it is.
+    fn enter_tool_output(&mut self, id: &str) -> io::Result<()> {
+        if self.section == Section::Tool(id.to_string()) {
+            return Ok(());
+        }
+        self.end_line()?;
+        let name = self.names.get(id).cloned().unwrap_or_else(|| id.to_string());
+        self.tool_marker()?;
+        self.raw(&format!(" {name} output:\n"))?;
+        self.section = Section::Tool(id.to_string());
+        Ok(())
+    }
+
+    fn tool_delta(&mut self, id: &str, delta: &str) -> io::Result<()> {
+        if delta.is_empty() {
+            return Ok(());
+        }
+        self.enter_tool_output(id)?;
+        self.streamed.entry(id.to_string()).or_default().push_str(delta);
+        self.lines(delta, INDENT, None)
+    }
+
+    /// A call's result: whatever of its output was not streamed yet, then a status line.
+    fn tool_result(
+        &mut self,
+        id: &str,
+        name: &str,
+        output: &str,
+        is_error: bool,
+    ) -> io::Result<()> {
+        self.shown.insert(id.to_string());
+        self.names.entry(id.to_string()).or_insert_with(|| name.to_string());
+        let streamed = self.streamed.remove(id).unwrap_or_default();
+        let rest = match output.strip_prefix(streamed.as_str()) {
+            Some(rest) => rest,
+            None => {
+                // The final output is not a continuation of what streamed: show it whole.
+                self.end_line()?;
+                output
+            }
+        };
+        if !rest.is_empty() {
+            self.enter_tool_output(id)?;
+            self.lines(rest, INDENT, None)?;
+        }
+        self.end_line()?;
+        self.tool_marker()?;
+        self.raw(&format!(" {name}: "))?;
+        match (is_error, self.color) {
+            (true, true) => write!(self.out, "{RED_BOLD}error{RESET}")?,
+            (true, false) => self.raw("error")?,
+            (false, _) => self.raw("ok")?,
+        }
+        self.raw("\n")?;
+        self.section = Section::None;
+        Ok(())
+    }
+
+    /// A suspension: the calls the run waits for, one line each.
+    fn waiting(&mut self, what: &str, calls: &[ToolCall]) -> io::Result<()> {
+        self.end_line()?;
+        for call in calls {
+            let args = serde_json::to_string(&call.arguments).map_err(io::Error::from)?;
+            self.raw(&format!("[{what}] {} {args}\n", call.name))?;
+        }
+        self.section = Section::None;
+        Ok(())
+    }
+}
+
+impl<W: Write> Sink for Renderer<W> {
+    fn event(&mut self, event: &AgentEvent) -> io::Result<()> {
+        match event {
+            AgentEvent::ThinkingStart { .. } => self.enter(Section::Thinking),
+            AgentEvent::ThinkingDelta { delta, .. } => {
+                self.enter(Section::Thinking)?;
+                let prefix = if self.color { "" } else { THINKING_PREFIX };
+                self.lines(delta, prefix, Some(DIM))
+            }
+            AgentEvent::ThinkingEnd { .. } => {
+                self.end_line()?;
+                self.section = Section::None;
+                Ok(())
+            }
+            AgentEvent::TextStart { .. } => self.enter(Section::Text),
+            AgentEvent::TextDelta { delta, .. } => {
+                self.enter(Section::Text)?;
+                self.raw(delta)
+            }
+            AgentEvent::ToolcallEnd { tool_call, .. } => self.tool_call(tool_call),
+            AgentEvent::ToolExecutionStart { tool_call_id, tool_name, .. } => {
+                self.names.entry(tool_call_id.clone()).or_insert_with(|| tool_name.clone());
+                Ok(())
+            }
+            AgentEvent::ToolExecutionDelta { tool_call_id, delta } => {
+                self.tool_delta(tool_call_id, delta)
+            }
+            AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, output, is_error, .. } => {
+                self.tool_result(tool_call_id, tool_name, output, *is_error)
+            }
+            // Calls refused before running (unknown tool, invalid arguments) have no
+            // tool_execution_* events: their result message is all there is.
+            AgentEvent::MessageEnd { message } => match &**message {
+                Message::ToolResult(r) if !self.shown.contains(&r.tool_call_id) => {
+                    self.tool_result(&r.tool_call_id, &r.tool_name, &r.text_content(), r.is_error)
+                }
+                _ => Ok(()),
+            },
+            AgentEvent::AwaitingToolExecution { tool_calls, .. } => {
+                self.waiting("awaiting remote result", tool_calls)
+            }
+            AgentEvent::ApprovalRequired { tool_calls, .. } => {
+                self.waiting("awaiting approval", tool_calls)
+            }
+            AgentEvent::Error { .. } | AgentEvent::SessionEnd { .. } => self.finish(),
+            _ => Ok(()),
+        }
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        self.end_line()?;
+        self.section = Section::None;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+    use weft_core::{Role, ToolResultMessage};
+
+    use super::*;
+
+    fn render(color: bool, events: &[AgentEvent]) -> String {
+        let mut r = Renderer::new(Vec::new(), color);
+        for e in events {
+            r.event(e).unwrap();
+        }
+        String::from_utf8(r.into_inner()).unwrap()
+    }
+
+    fn thinking_then_text() -> Vec<AgentEvent> {
+        vec![
+            AgentEvent::MessageStart { role: Role::Assistant },
+            AgentEvent::ThinkingStart { index: 0 },
+            AgentEvent::ThinkingDelta { index: 0, delta: "Let me ".into() },
+            AgentEvent::ThinkingDelta { index: 0, delta: "think.\nSecond".into() },
+            AgentEvent::ThinkingDelta { index: 0, delta: " line.".into() },
+            AgentEvent::ThinkingEnd {
+                index: 0,
+                thinking: "Let me think.\nSecond line.".into(),
+                signature: None,
+            },
+            AgentEvent::TextStart { index: 1 },
+            AgentEvent::TextDelta { index: 1, delta: "Hello".into() },
+            AgentEvent::TextDelta { index: 1, delta: ", world".into() },
+            AgentEvent::TextEnd { index: 1, text: "Hello, world".into() },
+        ]
+    }
+
+    fn call(id: &str, name: &str, args: serde_json::Value) -> ToolCall {
+        ToolCall { id: id.into(), name: name.into(), arguments: args }
+    }
+
+    #[test]
+    fn plain_thinking_is_prefixed_on_every_line_and_text_follows_on_its_own_line() {
+        let out = render(false, &thinking_then_text());
+        assert_eq!(out, "thinking: Let me think.\nthinking: Second line.\nHello, world");
+        assert!(!out.contains('\x1b'), "no escapes without colour: {out:?}");
+    }
+
+    #[test]
+    fn coloured_thinking_is_dimmed_piece_by_piece_and_text_is_not() {
+        let out = render(true, &thinking_then_text());
+        assert_eq!(
+            out,
+            "\x1b[2mLet me \x1b[0m\x1b[2mthink.\x1b[0m\n\x1b[2mSecond\x1b[0m\x1b[2m line.\x1b[0m\n\
+             Hello, world"
+        );
+        assert!(!out.contains(THINKING_PREFIX));
+    }
+
+    #[test]
+    fn session_end_ends_the_last_line() {
+        let mut events = thinking_then_text();
+        events.push(AgentEvent::SessionEnd {
+            session_id: "s".into(),
+            status: weft_core::SessionStatus::Completed,
+            messages: vec![],
+            usage: Default::default(),
+            cost: Default::default(),
+        });
+        assert!(render(false, &events).ends_with("Hello, world\n"));
+    }
+
+    #[test]
+    fn tool_call_with_arguments_streamed_output_and_result() {
+        let c = call("c1", "echo", json!({"text": "hello big world"}));
+        let events = [
+            AgentEvent::TextStart { index: 0 },
+            AgentEvent::TextDelta { index: 0, delta: "Let me echo.".into() },
+            AgentEvent::TextEnd { index: 0, text: "Let me echo.".into() },
+            AgentEvent::ToolcallStart { index: 1, id: "c1".into(), name: "echo".into() },
+            AgentEvent::ToolcallDelta { index: 1, delta: "{\"text\"".into() },
+            AgentEvent::ToolcallEnd { index: 1, tool_call: c.clone() },
+            AgentEvent::ToolExecutionStart {
+                tool_call_id: "c1".into(),
+                tool_name: "echo".into(),
+                args: c.arguments.clone(),
+            },
+            AgentEvent::ToolExecutionDelta { tool_call_id: "c1".into(), delta: "hello ".into() },
+            AgentEvent::ToolExecutionDelta { tool_call_id: "c1".into(), delta: "big ".into() },
+            AgentEvent::ToolExecutionDelta { tool_call_id: "c1".into(), delta: "world".into() },
+            AgentEvent::ToolExecutionEnd {
+                tool_call_id: "c1".into(),
+                tool_name: "echo".into(),
+                output: "hello big world".into(),
+                details: None,
+                is_error: false,
+            },
+            // The result message that follows is not shown twice.
+            AgentEvent::MessageEnd {
+                message: Box::new(Message::ToolResult(ToolResultMessage::ok(
+                    &c,
+                    "hello big world",
+                ))),
+            },
+            AgentEvent::TextStart { index: 0 },
+            AgentEvent::TextDelta { index: 0, delta: "Done.".into() },
+        ];
+        assert_eq!(
+            render(false, &events),
+            "Let me echo.\n\
+             [tool] echo {\"text\":\"hello big world\"}\n  \
+             hello big world\n\
+             [tool] echo: ok\n\
+             Done."
+        );
+    }
+
+    #[test]
+    fn unstreamed_output_is_shown_whole_and_errors_are_marked() {
+        let c = call("c1", "current_time", json!({}));
+        let events = [
+            AgentEvent::ToolcallEnd { index: 0, tool_call: c },
+            AgentEvent::ToolExecutionEnd {
+                tool_call_id: "c1".into(),
+                tool_name: "current_time".into(),
+                output: "2025-01-01T00:00:00Z".into(),
+                details: None,
+                is_error: false,
+            },
+        ];
+        assert_eq!(
+            render(false, &events),
+            "[tool] current_time {}\n  2025-01-01T00:00:00Z\n[tool] current_time: ok\n"
+        );
+
+        // A call refused before it ran: only its result message tells.
+        let c = call("c2", "nope", json!({"x": 1}));
+        let events = [
+            AgentEvent::ToolcallEnd { index: 0, tool_call: c.clone() },
+            AgentEvent::MessageEnd {
+                message: Box::new(Message::ToolResult(ToolResultMessage::error(
+                    &c,
+                    "Tool nope not found",
+                ))),
+            },
+        ];
+        assert_eq!(
+            render(false, &events),
+            "[tool] nope {\"x\":1}\n  Tool nope not found\n[tool] nope: error\n"
+        );
+        let coloured = render(true, &events);
+        assert!(coloured.contains("nope: \x1b[1;31merror\x1b[0m\n"), "{coloured:?}");
+    }
+
+    #[test]
+    fn interleaved_outputs_of_parallel_calls_say_whose_they_are() {
+        let events = [
+            AgentEvent::ToolcallEnd {
+                index: 0,
+                tool_call: call("a", "echo", json!({"text": "x"})),
+            },
+            AgentEvent::ToolcallEnd {
+                index: 1,
+                tool_call: call("b", "echo", json!({"text": "y"})),
+            },
+            AgentEvent::ToolExecutionDelta { tool_call_id: "a".into(), delta: "x".into() },
+            AgentEvent::ToolExecutionDelta { tool_call_id: "b".into(), delta: "y".into() },
+        ];
+        assert_eq!(
+            render(false, &events),
+            "[tool] echo {\"text\":\"x\"}\n[tool] echo {\"text\":\"y\"}\n\
+             [tool] echo output:\n  x\n[tool] echo output:\n  y"
+        );
+    }
+
+    #[test]
+    fn final_output_that_differs_from_the_stream_is_shown() {
+        let events = [
+            AgentEvent::ToolcallEnd { index: 0, tool_call: call("a", "build", json!({})) },
+            AgentEvent::ToolExecutionDelta { tool_call_id: "a".into(), delta: "step 1".into() },
+            AgentEvent::ToolExecutionEnd {
+                tool_call_id: "a".into(),
+                tool_name: "build".into(),
+                output: "built".into(),
+                details: None,
+                is_error: true,
+            },
+        ];
+        assert_eq!(
+            render(false, &events),
+            "[tool] build {}\n  step 1\n  built\n[tool] build: error\n"
+        );
+    }
+
+    #[test]
+    fn suspensions_list_the_calls() {
+        let events = [AgentEvent::AwaitingToolExecution {
+            session_id: "s".into(),
+            tool_calls: vec![call("r", "read_page", json!({"selector": "h1"}))],
+        }];
+        assert_eq!(
+            render(false, &events),
+            "[awaiting remote result] read_page {\"selector\":\"h1\"}\n"
+        );
+    }
+
+    #[test]
+    fn json_lines_are_the_canonical_events() {
+        let mut sink = JsonLines::new(Vec::new());
+        let events = thinking_then_text();
+        for e in &events {
+            sink.event(e).unwrap();
+        }
+        let text = String::from_utf8(sink.out).unwrap();
+        let back: Vec<AgentEvent> =
+            text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(back, events);
+    }
+}

@@ -1,0 +1,396 @@
+//! The `weft` binary end to end: real processes, faux scripts in temporary files, no network.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+#[cfg(unix)]
+use std::sync::mpsc;
+#[cfg(unix)]
+use std::time::Duration;
+
+use serde_json::json;
+use weft_core::{AgentEvent, Message, SessionStatus};
+
+/// A faux script in a file of its own, removed when dropped.
+struct Script(PathBuf);
+
+impl Script {
+    fn new(name: &str, script: &serde_json::Value) -> Self {
+        let path =
+            std::env::temp_dir().join(format!("weft-cli-test-{}-{name}.json", std::process::id()));
+        std::fs::write(&path, script.to_string()).unwrap();
+        Self(path)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for Script {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `weft` with `args`, colour off, its output piped.
+fn weft(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_weft"));
+    cmd.args(args).env("NO_COLOR", "1").stdin(Stdio::null());
+    cmd
+}
+
+fn run(args: &[&str]) -> Output {
+    weft(args).output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+/// The one line a failure leaves on stderr.
+fn one_stderr_line(o: &Output) -> String {
+    let err = stderr(o);
+    assert!(err.ends_with('\n') && err.lines().count() == 1, "not one line: {err:?}");
+    assert!(err.starts_with("weft: "), "{err:?}");
+    err.trim_end().to_string()
+}
+
+/// Position of `needle` in `hay`, which must contain it.
+fn at(hay: &str, needle: &str) -> usize {
+    hay.find(needle).unwrap_or_else(|| panic!("{needle:?} not in:\n{hay}"))
+}
+
+fn echo_script(name: &str) -> Script {
+    Script::new(
+        name,
+        &json!({"turns": [
+            {"text": "Let me echo that.", "toolCalls": [
+                {"id": "c1", "name": "echo", "arguments": {"text": "hello brave new world"}}
+            ]},
+            {"text": "It said hello brave new world.", "chunkSize": 3}
+        ]}),
+    )
+}
+
+#[test]
+fn text_run_streams_thinking_and_text_and_exits_0() {
+    let script = Script::new(
+        "text",
+        &json!({"turns": [{"thinking": "A greeting.", "text": "Hello there, traveller!"}]}),
+    );
+    let o = run(&["run", "Hi", "--provider", "faux", "--script", script.path()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "thinking: A greeting.\nHello there, traveller!\n");
+    assert_eq!(stderr(&o), "");
+}
+
+#[test]
+fn tool_run_shows_the_call_its_output_and_result() {
+    let script = echo_script("echo");
+    let o = run(&["run", "Echo please", "--provider", "faux", "--script", script.path()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let call = at(&out, "Let me echo that.\n[tool] echo {\"text\":\"hello brave new world\"}\n");
+    let output = at(&out, "\n  hello brave new world\n");
+    let result = at(&out, "\n[tool] echo: ok\n");
+    let answer = at(&out, "\nIt said hello brave new world.\n");
+    assert!(call < output && output < result && result < answer, "{out}");
+}
+
+#[test]
+fn unknown_tools_get_an_error_result_and_current_time_answers() {
+    let script = Script::new(
+        "unknown",
+        &json!({"turns": [
+            {"toolCalls": [{"name": "nope", "arguments": {"x": 1}}, {"name": "current_time"}]},
+            {"text": "Done."}
+        ]}),
+    );
+    let o = run(&["run", "Hi", "--script", script.path()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(at(&out, "Tool nope not found\n") < at(&out, "[tool] nope: error\n"), "{out}");
+    at(&out, "[tool] current_time: ok\n");
+    let time = out
+        .lines()
+        .find_map(|l| l.strip_prefix("  ").filter(|t| t.ends_with('Z')))
+        .unwrap_or_else(|| panic!("no time in:\n{out}"));
+    // YYYY-MM-DDTHH:MM:SSZ
+    let shape: String = time.chars().map(|c| if c.is_ascii_digit() { 'd' } else { c }).collect();
+    assert_eq!(shape, "dddd-dd-ddTdd:dd:ddZ", "{time}");
+    assert!(out.ends_with("Done.\n"), "{out}");
+}
+
+#[test]
+fn json_prints_every_event_and_nothing_else() {
+    let script = echo_script("json");
+    let o = run(&["run", "Echo please", "--json", "--script", script.path(), "--model", "m-1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let events: Vec<AgentEvent> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(events.first().map(AgentEvent::kind), Some("session_start"));
+    let Some(AgentEvent::SessionEnd { status, messages, .. }) = events.last() else {
+        panic!("last event is not session_end: {:?}", events.last())
+    };
+    assert_eq!(*status, SessionStatus::Completed);
+
+    // Per assistant message, the text deltas add up to its text.
+    let mut deltas = Vec::new();
+    let mut answers = Vec::new();
+    for e in &events {
+        match e {
+            AgentEvent::MessageStart { role: weft_core::Role::Assistant } => {
+                deltas.push(String::new())
+            }
+            AgentEvent::TextDelta { delta, .. } => deltas.last_mut().unwrap().push_str(delta),
+            AgentEvent::MessageEnd { message } => {
+                if let Message::Assistant(m) = &**message {
+                    assert_eq!(m.model, "m-1");
+                    answers.push(m.text());
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(deltas, answers);
+    let Some(Message::Assistant(last)) = messages.last() else { panic!("no final answer") };
+    assert_eq!(deltas.last().unwrap(), &last.text());
+    assert_eq!(last.text(), "It said hello brave new world.");
+
+    // echo streamed its text word by word, then completed with all of it.
+    let tool_deltas: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolExecutionDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tool_deltas, ["hello ", "brave ", "new ", "world"]);
+    assert!(events.iter().any(|e| matches!(e,
+        AgentEvent::ToolExecutionEnd { output, is_error: false, .. }
+            if output == "hello brave new world")));
+}
+
+#[test]
+fn model_defaults_to_faux() {
+    let script = Script::new("model", &json!({"turns": [{"text": "ok"}]}));
+    let o = run(&["run", "Hi", "--json", "--script", script.path()]);
+    let out = stdout(&o);
+    let models: Vec<String> = out
+        .lines()
+        .filter_map(|l| match serde_json::from_str(l).unwrap() {
+            AgentEvent::MessageEnd { message } => match *message {
+                Message::Assistant(m) => Some(m.model),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(models, ["faux"]);
+}
+
+#[test]
+fn a_failed_model_call_exits_1_with_its_reason() {
+    let script = Script::new("error", &json!({"turns": [{"error": "overloaded"}]}));
+    let o = run(&["run", "Hi", "--script", script.path()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(one_stderr_line(&o), "weft: the model call failed: overloaded");
+
+    // Also with --json, where stdout still ends with the run's last event.
+    let o = run(&["run", "Hi", "--json", "--script", script.path()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(one_stderr_line(&o).contains("overloaded"));
+    let last: AgentEvent = serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
+    assert!(
+        matches!(last, AgentEvent::SessionEnd { status: SessionStatus::Error, .. }),
+        "{last:?}"
+    );
+}
+
+#[test]
+fn reaching_max_turns_exits_1_and_says_so() {
+    let call = json!({"toolCalls": [{"name": "echo", "arguments": {"text": "again"}}]});
+    let script = Script::new("loop", &json!({"turns": [call, call, call, {"text": "never"}]}));
+    let o = run(&["run", "Loop", "--script", script.path(), "--max-turns", "2"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(one_stderr_line(&o), "weft: run stopped: max_turns (2) reached");
+    let out = stdout(&o);
+    assert_eq!(out.matches("[tool] echo: ok").count(), 2, "{out}");
+    assert!(!out.contains("never"));
+}
+
+#[test]
+fn configuration_mistakes_exit_2_with_one_line() {
+    let missing = std::env::temp_dir().join("weft-cli-test-no-such-script.json");
+    let missing = missing.to_str().unwrap();
+    let o = run(&["run", "Hi", "--provider", "faux", "--script", missing]);
+    assert_eq!(o.status.code(), Some(2));
+    let line = one_stderr_line(&o);
+    assert!(line.starts_with(&format!("weft: cannot read faux script {missing}: ")), "{line}");
+    assert_eq!(stdout(&o), "");
+
+    let invalid = Script::new("invalid", &json!({"turns": [{"txt": "typo"}]}));
+    let o = run(&["run", "Hi", "--script", invalid.path()]);
+    assert_eq!(o.status.code(), Some(2));
+    let line = one_stderr_line(&o);
+    assert!(line.contains("invalid faux script") && line.contains("txt"), "{line}");
+
+    let o = run(&["run", "Hi", "--provider", "faux"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_stderr_line(&o).contains("--script"));
+
+    let o = run(&["run", "Hi", "--provider", "llamas"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_stderr_line(&o).contains("unknown provider \"llamas\""));
+
+    for reserved in ["openai", "openai-responses", "anthropic", "gemini"] {
+        let o = run(&["run", "Hi", "--provider", reserved]);
+        assert_eq!(o.status.code(), Some(2));
+        assert_eq!(
+            one_stderr_line(&o),
+            format!("weft: provider {reserved} is not available in this build yet (only faux is)")
+        );
+    }
+
+    // Flags clap rejects are usage errors too.
+    let o = run(&["run", "Hi", "--max-turns", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn help_lists_run_and_documents_the_built_in_tools() {
+    let o = run(&["--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).lines().any(|l| l.trim_start().starts_with("run ")), "{}", stdout(&o));
+    let o = run(&["run", "--help"]);
+    let help = stdout(&o);
+    for needle in ["echo", "current_time", "--script", "--json", "--max-turns", "Exit status"] {
+        assert!(help.contains(needle), "{needle} missing from:\n{help}");
+    }
+}
+
+#[cfg(unix)]
+/// Reads `child`'s stdout on a thread; the receiver gets each chunk as it arrives.
+fn read_stdout(child: &mut Child) -> mpsc::Receiver<Vec<u8>> {
+    let mut out = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = out.read(&mut buf) {
+            if tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+#[cfg(unix)]
+/// Collects stdout until it contains `needle` (the child is killed if it never does).
+fn wait_for(child: &mut Child, rx: &mpsc::Receiver<Vec<u8>>, needle: &str) -> String {
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains(needle) {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(chunk) => seen.extend(chunk),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("{needle:?} never came; got {:?}", String::from_utf8_lossy(&seen));
+            }
+        }
+    }
+    String::from_utf8(seen).unwrap()
+}
+
+fn stderr_of(child: &mut Child) -> String {
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    err
+}
+
+#[test]
+fn a_closed_stdout_ends_the_run_quietly() {
+    // Far more than a pipe holds, so weft is still writing when the reader goes away.
+    let text = "word ".repeat(400_000);
+    let script = Script::new("long", &json!({"turns": [{"text": text, "chunkSize": 1000}]}));
+    for json in [false, true] {
+        let mut args = vec!["run", "Hi", "--script", script.path()];
+        if json {
+            args.push("--json");
+        }
+        let mut child = weft(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut out = child.stdout.take().unwrap();
+        let mut first = [0u8; 16];
+        out.read_exact(&mut first).unwrap();
+        drop(out);
+        let err = stderr_of(&mut child);
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "json={json}: {err}");
+        assert_eq!(err, "", "json={json}");
+    }
+}
+
+/// Sends SIGINT (what Ctrl-C sends) to `child`.
+#[cfg(unix)]
+fn interrupt(child: &Child) {
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_aborts_the_run_keeps_what_streamed_and_exits_130() {
+    // The model says something, then hangs until the run is aborted.
+    let script =
+        Script::new("stall", &json!({"turns": [{"text": "partial answer", "stall": true}]}));
+    let mut child = weft(&["run", "Hi", "--script", script.path()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rx = read_stdout(&mut child);
+    // The text shows while the run is still going: it is streamed, not buffered to the end.
+    let mut out = wait_for(&mut child, &rx, "partial answer");
+    interrupt(&child);
+    let err = stderr_of(&mut child);
+    let status = child.wait().unwrap();
+    while let Ok(chunk) = rx.recv_timeout(Duration::from_secs(5)) {
+        out.push_str(&String::from_utf8(chunk).unwrap());
+    }
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert_eq!(out, "partial answer\n");
+    assert_eq!(err, "weft: interrupted: the run was aborted\n");
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_in_json_mode_still_ends_with_session_end() {
+    let script = Script::new("stall-json", &json!({"turns": [{"text": "partial", "stall": true}]}));
+    let mut child = weft(&["run", "Hi", "--json", "--script", script.path()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rx = read_stdout(&mut child);
+    let mut out = wait_for(&mut child, &rx, "\"text_delta\"");
+    interrupt(&child);
+    let status = child.wait().unwrap();
+    while let Ok(chunk) = rx.recv_timeout(Duration::from_secs(5)) {
+        out.push_str(&String::from_utf8(chunk).unwrap());
+    }
+    assert_eq!(status.code(), Some(130));
+    let last: AgentEvent = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    let AgentEvent::SessionEnd { status, messages, .. } = last else { panic!("{last:?}") };
+    assert_eq!(status, SessionStatus::Aborted);
+    let Some(Message::Assistant(m)) = messages.last() else { panic!("no partial message") };
+    assert_eq!(m.text(), "partial");
+}
