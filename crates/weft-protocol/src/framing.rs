@@ -1,0 +1,105 @@
+//! Framing: frames as Server-Sent Events or NDJSON lines, and SSE text back into frames.
+
+use crate::Frame;
+
+/// Appends `frame` as one SSE event: `id:` when the frame has one, one `data:` line per line
+/// of its text (so text with newlines survives), then a blank line.
+pub fn write_sse(frame: &Frame, out: &mut String) {
+    if let Some(id) = frame.id {
+        out.push_str("id: ");
+        out.push_str(&id.to_string());
+        out.push('\n');
+    }
+    for line in frame.data.split('\n') {
+        out.push_str("data: ");
+        out.push_str(line.strip_suffix('\r').unwrap_or(line));
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+/// Appends `frame` as one NDJSON line. Frames hold compact JSON, which has no raw newline; a
+/// stray one would be escaped rather than split the line.
+pub fn write_ndjson(frame: &Frame, out: &mut String) {
+    if frame.data.contains(['\n', '\r']) {
+        out.push_str(&frame.data.replace('\n', "\\n").replace('\r', "\\r"));
+    } else {
+        out.push_str(&frame.data);
+    }
+    out.push('\n');
+}
+
+/// Splits a whole SSE text into frames (`id:` and `data:` fields; comments and other fields are
+/// ignored; several `data:` lines are joined with newlines, as the SSE standard says).
+pub fn parse_sse(text: &str) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    let (mut id, mut data, mut has_data) = (None, String::new(), false);
+    for line in text.split('\n') {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.is_empty() {
+            if has_data {
+                frames.push(Frame { id: id.take(), data: std::mem::take(&mut data) });
+            }
+            has_data = false;
+            id = None;
+            continue;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line, ""),
+        };
+        match field {
+            "data" => {
+                if has_data {
+                    data.push('\n');
+                }
+                data.push_str(value);
+                has_data = true;
+            }
+            "id" => id = value.parse().ok(),
+            _ => {}
+        }
+    }
+    if has_data {
+        frames.push(Frame { id, data });
+    }
+    frames
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_round_trip_with_ids_and_newlines() {
+        let frames = vec![
+            Frame { id: Some(7), data: r#"{"a":1}"#.into() },
+            Frame { id: None, data: "line one\nline two".into() },
+            Frame { id: Some(9), data: "[DONE]".into() },
+        ];
+        let mut text = String::new();
+        for f in &frames {
+            write_sse(f, &mut text);
+        }
+        assert_eq!(
+            text,
+            "id: 7\ndata: {\"a\":1}\n\ndata: line one\ndata: line two\n\nid: 9\ndata: [DONE]\n\n"
+        );
+        assert_eq!(parse_sse(&text), frames);
+    }
+
+    #[test]
+    fn ndjson_is_one_line_per_frame() {
+        let mut out = String::new();
+        write_ndjson(&Frame::raw("{\"a\":\"x\ny\"}"), &mut out);
+        write_ndjson(&Frame::raw("{}"), &mut out);
+        assert_eq!(out, "{\"a\":\"x\\ny\"}\n{}\n");
+        assert_eq!(out.lines().count(), 2);
+    }
+
+    #[test]
+    fn parse_ignores_comments_and_crlf() {
+        let frames = parse_sse(": keep-alive\r\nid: 3\r\ndata: x\r\n\r\n");
+        assert_eq!(frames, vec![Frame { id: Some(3), data: "x".into() }]);
+    }
+}

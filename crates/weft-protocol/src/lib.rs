@@ -1,0 +1,163 @@
+//! # weft-protocol
+//!
+//! Wire formats. Weft's runs emit one canonical stream of [`AgentEvent`]s; each format here is a
+//! projection of it, rendered by a streaming [`Encoder`] that keeps per-stream state:
+//!
+//! | [`Protocol`] | module | what |
+//! | --- | --- | --- |
+//! | `native` | [`native`] | the agent plan's events, then `execute_complete` |
+//! | `loom` | [`loom`] | the Loom stream protocol's NDJSON frames with envelope and the final `reply` |
+//! | `loom-export` | [`loom`] | the same, in the single-key export form |
+//! | `aceai` | [`aceai`] | `agent.*` step events |
+//! | `ag-ui` | [`agui`] | AG-UI events |
+//! | `vercel` | [`vercel`] | the Vercel AI SDK UI message stream v1 |
+//!
+//! Encoders are transport-free: they produce [`Frame`]s (one JSON document each), and
+//! [`framing`] writes frames as SSE or NDJSON. Decoders turn frames back into a
+//! [`Transcript`](transcript::Transcript) (native, AceAI) or merge Loom streams
+//! ([`loom::LoomReceiver`]).
+//!
+//! This crate depends on `weft-core` only: it never runs agents, never does IO.
+
+pub mod aceai;
+pub mod agui;
+pub mod framing;
+pub mod loom;
+pub mod native;
+pub mod transcript;
+pub mod vercel;
+
+use weft_core::AgentEvent;
+
+/// One wire message: a single JSON document (or a format's terminal marker such as `[DONE]`),
+/// with the session sequence number of the event it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// The sequence number of the canonical event this frame renders (the SSE `id:`, the resume
+    /// cursor). Set by [`encode`] on the last frame an event produces, so a client resuming
+    /// after it never misses part of an event.
+    pub id: Option<u64>,
+    /// The frame's JSON text, compact (no raw newline).
+    pub data: String,
+}
+
+impl Frame {
+    /// A frame of `value`'s compact JSON.
+    pub fn json(value: &impl serde::Serialize) -> Self {
+        // Serializing plain data structures (strings, numbers, maps with string keys) cannot
+        // fail; should it ever, the frame says so instead of panicking.
+        let data = serde_json::to_string(value)
+            .unwrap_or_else(|e| format!("{{\"error\":\"unserializable frame: {e}\"}}"));
+        Self { id: None, data }
+    }
+
+    /// A frame of raw text (a terminal marker such as `[DONE]`).
+    pub fn raw(data: impl Into<String>) -> Self {
+        Self { id: None, data: data.into() }
+    }
+
+    /// Whether the frame is a JSON object (terminal markers are not).
+    pub fn is_json(&self) -> bool {
+        self.data.starts_with('{')
+    }
+}
+
+/// A streaming projection of the canonical events into one wire format. One encoder serves one
+/// stream (one run, or one session's runs in order); it keeps what the format needs to remember
+/// (open messages, counters, ids).
+pub trait Encoder: Send {
+    /// Renders one event, appending zero or more frames to `out`.
+    fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>);
+
+    /// Frames to send after the stream's last event, if the format has a terminator.
+    fn finish(&mut self, out: &mut Vec<Frame>) {
+        let _ = out;
+    }
+}
+
+/// Renders `event` (sequence number `seq`) with `encoder`, setting `seq` as the id of the last
+/// frame it produced.
+pub fn encode(encoder: &mut dyn Encoder, seq: u64, event: &AgentEvent, out: &mut Vec<Frame>) {
+    let start = out.len();
+    encoder.encode(event, out);
+    if out.len() > start
+        && let Some(last) = out.last_mut()
+    {
+        last.id = Some(seq);
+    }
+}
+
+/// A wire format, named as in `?protocol=` and `weft run --protocol`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// The agent plan's events (`native`).
+    Native,
+    /// Loom NDJSON, type + payload with envelope (`loom`).
+    Loom,
+    /// Loom NDJSON in the single-key export form (`loom-export`).
+    LoomExport,
+    /// AceAI `agent.*` step events (`aceai`).
+    Aceai,
+    /// AG-UI events (`ag-ui`).
+    AgUi,
+    /// Vercel AI SDK UI message stream v1 (`vercel`).
+    Vercel,
+}
+
+impl Protocol {
+    /// Every format.
+    pub const ALL: [Protocol; 6] = [
+        Protocol::Native,
+        Protocol::Loom,
+        Protocol::LoomExport,
+        Protocol::Aceai,
+        Protocol::AgUi,
+        Protocol::Vercel,
+    ];
+
+    /// The format's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Native => "native",
+            Protocol::Loom => "loom",
+            Protocol::LoomExport => "loom-export",
+            Protocol::Aceai => "aceai",
+            Protocol::AgUi => "ag-ui",
+            Protocol::Vercel => "vercel",
+        }
+    }
+
+    /// A fresh encoder for one stream.
+    pub fn encoder(self) -> Box<dyn Encoder> {
+        match self {
+            Protocol::Native => Box::new(native::NativeEncoder::new()),
+            Protocol::Loom => Box::new(loom::LoomEncoder::new()),
+            Protocol::LoomExport => Box::new(loom::LoomEncoder::export()),
+            Protocol::Aceai => Box::new(aceai::AceaiEncoder::new()),
+            Protocol::AgUi => Box::new(agui::AgUiEncoder::new()),
+            Protocol::Vercel => Box::new(vercel::VercelEncoder::new()),
+        }
+    }
+}
+
+impl std::fmt::Display for Protocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An unknown format name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown protocol {0:?}: expected native, loom, loom-export, aceai, ag-ui or vercel")]
+pub struct UnknownProtocol(pub String);
+
+impl std::str::FromStr for Protocol {
+    type Err = UnknownProtocol;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Protocol::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| UnknownProtocol(s.to_string()))
+    }
+}
