@@ -1,15 +1,1230 @@
-//! (being written)
+//! The AceAI format: `agent.*` step events (`specs/agent-response.zh.md`, "Agent 级事件流提案").
+//!
+//! Every frame is one `AgentStepEvent` in JSON with the spec's snake_case names:
+//!
+//! ```json
+//! {"event_type":"agent.llm.output_text.delta","step_index":0,"step_id":"st0","llm_delta":"Hel"}
+//! ```
+//!
+//! Only the spec's fields appear at the top level — `event_type`, `step_index`, `step_id`, then,
+//! when they have a value, `step`, `llm_delta`, `tool_call`, `tool_result`, `error` and
+//! `annotations` — so every frame parses as a spec `AgentStepEvent`. What Weft adds goes in
+//! `annotations`.
+//!
+//! | canonical event | frame |
+//! | --- | --- |
+//! | `step_start` | `agent.llm.started` |
+//! | `text_delta` | `agent.llm.output_text.delta`, `llm_delta` |
+//! | `text_end` | `agent.llm.output_text.delta` without `llm_delta`, `annotations: {content_index, done: true, text}` (the block's whole text: it closes the block) |
+//! | `thinking_delta` | `agent.llm.reasoning`, `llm_delta` |
+//! | `thinking_end` | `agent.llm.reasoning`, `annotations: {content_index, done: true, thinking, signature?}` |
+//! | `toolcall_start` | `agent.llm.tool_call.delta`, `tool_call: {id, name, arguments_delta: ""}` |
+//! | `toolcall_delta` | `agent.llm.tool_call.delta`, `tool_call: {id, name, arguments_delta}` |
+//! | `toolcall_end` | `agent.llm.tool_call.delta`, `tool_call: {id, name, arguments}`, `annotations: {content_index, done: true}` |
+//! | assistant `message_end` | `agent.llm.completed`, `step` with `llm_response` and no `tool_results` |
+//! | `tool_execution_start` | `agent.tool.started`, `tool_call` |
+//! | `tool_execution_delta` | `agent.tool.output`, `tool_result: {call: {id, name}, output}` (the increment) |
+//! | `tool_execution_end` | `agent.tool.completed`, or `agent.tool.failed` when `isError` (`tool_result.error` set) |
+//! | `approval_required` | `agent.tool.approval_requested`, one per call, `tool_call` |
+//! | `awaiting_tool_execution` | `agent.run.suspended`, `annotations: {status: "awaiting_tool_execution", tool_calls: [...]}` |
+//! | `step_end` | `agent.step.completed` with the whole `step`, or `agent.step.failed` with `step` and `error` when the model call stopped with `error`/`aborted` |
+//! | `error` | nothing when it reports a failed model call (the `agent.step.failed` of its step follows and carries it); otherwise `agent.step.failed` with `error` and no `step` |
+//! | `state_*`, `tot_*`, `got_*`, `custom` | `agent.custom`, `annotations: {event: <the canonical event>}` |
+//! | `session_end` | `agent.run.completed` (last): `step` = the run's last step when it ended in this run and no step started after it, `error` when the status is `error`, `aborted` or `max_turns`, `annotations: {status, usage, cost}` |
+//! | `session_start`, user and tool-result messages, `message_start`, `*_start` of text and thinking, nodes, `checkpoint` | nothing (tool results are in the step's `tool_results`) |
+//!
+//! **Steps.** `step` is the spec's `AgentStep` in snake_case: `step_id`, `step_index`,
+//! `timestamp` (RFC 3339, UTC, milliseconds), `llm_response` (the canonical assistant message,
+//! as in the native format), `latency_ms` (the model call's; absent on `agent.llm.completed`),
+//! `tool_results` (`ToolExecutionResult`s: `call` `{id, name, arguments}`, `output`, `error`,
+//! `details`, `started_at` (RFC 3339), `latency_ms`), `annotations` (`safety`, `citations`,
+//! `extra`; absent when empty). Canonical objects carried whole (`llm_response`, `usage`, `cost`,
+//! the event of `agent.custom`) keep their canonical camelCase JSON.
+//!
+//! **Step of a frame.** `step_index`/`step_id` are those of the step the frame belongs to: the
+//! last step the stream started (`step_start`) or ended (`step_end`). A run that resumes a
+//! suspended step continues that step; when the encoder has seen it (one encoder for a session's
+//! runs), its frames name it; a stream that starts with a resumed run does not know the step
+//! until its `step_end`, and frames before it carry `step_index: -1`, `step_id: ""`.
+//!
+//! **Decoding.** [`decode`] rebuilds the [`Transcript`] from these frames alone: texts and
+//! thinking from the blocks' closing frames, tool calls from the `done` tool-call frames, tool
+//! results from the `tool_results` of `agent.step.completed`/`failed` (which also hold the results
+//! that never ran locally: remote results, unknown tools, invalid arguments, denials), pending
+//! calls from `agent.tool.approval_requested` and `agent.run.suspended` (a frame after an
+//! `agent.run.completed` starts a new run, with nothing pending), and the status from
+//! `agent.run.completed`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use weft_core::{
+    AgentEvent, AgentStep, AssistantMessage, CitationRef, Cost, Message, SafetyNote, SessionStatus,
+    StepAnnotations, TimestampMs, ToolExecutionResult, Usage,
+};
+
+pub use crate::native::DecodeError;
+use crate::native::json_kind;
+use crate::transcript::{CallRecord, ResultRecord, Transcript};
 use crate::{Encoder, Frame};
-use weft_core::AgentEvent;
-/// Placeholder.
-#[derive(Debug, Default)]
-pub struct AceaiEncoder;
+
+/// A step's model request starts.
+pub const LLM_STARTED: &str = "agent.llm.started";
+/// More text, or (with `annotations.done`) the end of a text block.
+pub const LLM_OUTPUT_TEXT_DELTA: &str = "agent.llm.output_text.delta";
+/// More reasoning, or (with `annotations.done`) the end of a thinking block.
+pub const LLM_REASONING: &str = "agent.llm.reasoning";
+/// A tool call's start, more of its arguments, or (with `annotations.done`) the whole call.
+pub const LLM_TOOL_CALL_DELTA: &str = "agent.llm.tool_call.delta";
+/// The model's whole response.
+pub const LLM_COMPLETED: &str = "agent.llm.completed";
+/// A local tool starts.
+pub const TOOL_STARTED: &str = "agent.tool.started";
+/// A running tool's output increment.
+pub const TOOL_OUTPUT: &str = "agent.tool.output";
+/// A local tool succeeded.
+pub const TOOL_COMPLETED: &str = "agent.tool.completed";
+/// A local tool failed.
+pub const TOOL_FAILED: &str = "agent.tool.failed";
+/// A call waits for approval.
+pub const TOOL_APPROVAL_REQUESTED: &str = "agent.tool.approval_requested";
+/// A step ended, with all of its tool results.
+pub const STEP_COMPLETED: &str = "agent.step.completed";
+/// A step failed (or, without `step`, something else failed).
+pub const STEP_FAILED: &str = "agent.step.failed";
+/// The run is suspended until remote calls have results.
+pub const RUN_SUSPENDED: &str = "agent.run.suspended";
+/// The run ended; always its last frame.
+pub const RUN_COMPLETED: &str = "agent.run.completed";
+/// Progress the spec has no event for (state, tree/graph of thoughts, custom values).
+pub const CUSTOM: &str = "agent.custom";
+
+/// Every `event_type` this format sends.
+pub const EVENT_TYPES: [&str; 15] = [
+    LLM_STARTED,
+    LLM_OUTPUT_TEXT_DELTA,
+    LLM_REASONING,
+    LLM_TOOL_CALL_DELTA,
+    LLM_COMPLETED,
+    TOOL_STARTED,
+    TOOL_OUTPUT,
+    TOOL_COMPLETED,
+    TOOL_FAILED,
+    TOOL_APPROVAL_REQUESTED,
+    STEP_COMPLETED,
+    STEP_FAILED,
+    RUN_SUSPENDED,
+    RUN_COMPLETED,
+    CUSTOM,
+];
+
+/// Renders the canonical stream as AceAI step events.
+///
+/// It remembers the current step's index and id, the tool calls of the message being streamed
+/// (to name them in argument deltas), the local executions under way (to name them in output
+/// deltas and give their arguments on completion), the run's last ended step and its last error.
+#[derive(Debug)]
+pub struct AceaiEncoder {
+    step_index: i64,
+    step_id: String,
+    /// The streamed message's tool calls: content index, id, name.
+    calls: Vec<(u32, String, String)>,
+    /// Local executions under way: id, name, arguments.
+    running: Vec<(String, String, Value)>,
+    /// The run's last ended step, while no later step has started.
+    last_step: Option<Box<AgentStep>>,
+    /// The run's last failure.
+    error: Option<String>,
+}
+
 impl AceaiEncoder {
-    /// Placeholder.
+    /// A fresh encoder for one stream (one run, or one session's runs in order).
     pub fn new() -> Self {
-        Self
+        Self {
+            step_index: -1,
+            step_id: String::new(),
+            calls: Vec::new(),
+            running: Vec::new(),
+            last_step: None,
+            error: None,
+        }
+    }
+
+    /// A frame of `event_type` for the current step, with no payload yet.
+    fn frame(&self, event_type: &'static str) -> Out<'_> {
+        Out {
+            event_type,
+            step_index: self.step_index,
+            step_id: &self.step_id,
+            step: None,
+            llm_delta: None,
+            tool_call: None,
+            tool_result: None,
+            error: None,
+            annotations: Notes::default(),
+        }
+    }
+
+    fn call_name(&self, index: u32) -> (&str, &str) {
+        self.calls
+            .iter()
+            .find(|(i, _, _)| *i == index)
+            .map_or(("", ""), |(_, id, name)| (id.as_str(), name.as_str()))
+    }
+
+    fn running_name(&self, id: &str) -> &str {
+        self.running.iter().find(|(i, _, _)| i == id).map_or("", |(_, name, _)| name.as_str())
     }
 }
+
+impl Default for AceaiEncoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Encoder for AceaiEncoder {
-    fn encode(&mut self, _event: &AgentEvent, _out: &mut Vec<Frame>) {}
+    fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
+        match event {
+            AgentEvent::SessionStart { .. } => {
+                self.last_step = None;
+                self.error = None;
+                self.calls.clear();
+                self.running.clear();
+            }
+            AgentEvent::StepStart { step_id, step_index } => {
+                self.step_index = i64::from(*step_index);
+                self.step_id.clone_from(step_id);
+                self.last_step = None;
+                out.push(Frame::json(&self.frame(LLM_STARTED)));
+            }
+            AgentEvent::MessageStart { .. } => self.calls.clear(),
+            AgentEvent::TextDelta { delta, .. } => {
+                let mut f = self.frame(LLM_OUTPUT_TEXT_DELTA);
+                f.llm_delta = Some(delta);
+                out.push(Frame::json(&f));
+            }
+            AgentEvent::TextEnd { index, text } => {
+                let mut f = self.frame(LLM_OUTPUT_TEXT_DELTA);
+                f.annotations = Notes::done(*index);
+                f.annotations.text = Some(text);
+                out.push(Frame::json(&f));
+            }
+            AgentEvent::ThinkingDelta { delta, .. } => {
+                let mut f = self.frame(LLM_REASONING);
+                f.llm_delta = Some(delta);
+                out.push(Frame::json(&f));
+            }
+            AgentEvent::ThinkingEnd { index, thinking, signature } => {
+                let mut f = self.frame(LLM_REASONING);
+                f.annotations = Notes::done(*index);
+                f.annotations.thinking = Some(thinking);
+                f.annotations.signature = signature.as_deref();
+                out.push(Frame::json(&f));
+            }
+            AgentEvent::ToolcallStart { index, id, name } => {
+                self.calls.push((*index, id.clone(), name.clone()));
+                let mut f = self.frame(LLM_TOOL_CALL_DELTA);
+                f.tool_call = Some(CallOut { arguments_delta: Some(""), ..CallOut::new(id, name) });
+                out.push(Frame::json(&f));
+            }
+            AgentEvent::ToolcallDelta { index, delta } => {
+                let (id, name) = self.call_name(*index);
+                let mut f = self.frame(LLM_TOOL_CALL_DELTA);
+                f.tool_call =
+                    Some(CallOut { arguments_delta: Some(delta), ..CallOut::new(id, name) });
+                out.push(Frame::json(&f));
+            }
+            AgentEvent::ToolcallEnd { index, tool_call } => {
+                let mut f = self.frame(LLM_TOOL_CALL_DELTA);
+                f.tool_call = Some(CallOut::of(tool_call));
+                f.annotations = Notes::done(*index);
+                out.push(Frame::json(&f));
+            }
+            AgentEvent::MessageEnd { message } => {
+                if let Message::Assistant(m) = &**message {
+                    let mut f = self.frame(LLM_COMPLETED);
+                    f.step = Some(StepOut::completed_message(self.step_index, &self.step_id, m));
+                    out.push(Frame::json(&f));
+                }
+            }
+            AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args } => {
+                self.running.push((tool_call_id.clone(), tool_name.clone(), args.clone()));
+                let mut f = self.frame(TOOL_STARTED);
+                f.tool_call = Some(CallOut {
+                    arguments: Some(args),
+                    ..CallOut::new(tool_call_id, tool_name)
+                });
+                out.push(Frame::json(&f));
+            }
+            AgentEvent::ToolExecutionDelta { tool_call_id, delta } => {
+                let mut f = self.frame(TOOL_OUTPUT);
+                let call = CallOut::new(tool_call_id, self.running_name(tool_call_id));
+                f.tool_result = Some(ResultOut::new(call, delta));
+                out.push(Frame::json(&f));
+            }
+            AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, output, details, is_error } => {
+                let args = self
+                    .running
+                    .iter()
+                    .position(|(id, _, _)| id == tool_call_id)
+                    .map(|i| self.running.swap_remove(i).2);
+                let mut f = self.frame(if *is_error { TOOL_FAILED } else { TOOL_COMPLETED });
+                let call =
+                    CallOut { arguments: args.as_ref(), ..CallOut::new(tool_call_id, tool_name) };
+                let mut result = ResultOut::new(call, output);
+                result.error = is_error.then_some(output.as_str());
+                result.details = details.as_ref();
+                f.tool_result = Some(result);
+                out.push(Frame::json(&f));
+            }
+            AgentEvent::ApprovalRequired { tool_calls, .. } => {
+                for call in tool_calls {
+                    let mut f = self.frame(TOOL_APPROVAL_REQUESTED);
+                    f.tool_call = Some(CallOut::of(call));
+                    out.push(Frame::json(&f));
+                }
+            }
+            AgentEvent::AwaitingToolExecution { tool_calls, .. } => {
+                let mut f = self.frame(RUN_SUSPENDED);
+                f.annotations.status = Some(SessionStatus::AwaitingToolExecution);
+                f.annotations.tool_calls = Some(tool_calls.iter().map(CallOut::of).collect());
+                out.push(Frame::json(&f));
+            }
+            AgentEvent::StepEnd { step } => {
+                self.step_index = i64::from(step.step_index);
+                self.step_id.clone_from(&step.step_id);
+                let failed = step.llm_response.stop_reason.is_failure();
+                let mut f = self.frame(if failed { STEP_FAILED } else { STEP_COMPLETED });
+                f.step = Some(StepOut::of(step));
+                f.error = failed.then(|| failure_of(&step.llm_response));
+                out.push(Frame::json(&f));
+                self.last_step = Some(step.clone());
+            }
+            AgentEvent::Error { error, message } => {
+                self.error = Some(error.clone());
+                let model_failure = matches!(
+                    message.as_deref(),
+                    Some(Message::Assistant(m)) if m.stop_reason.is_failure()
+                );
+                if !model_failure {
+                    let mut f = self.frame(STEP_FAILED);
+                    f.error = Some(error);
+                    out.push(Frame::json(&f));
+                }
+            }
+            AgentEvent::SessionEnd { status, usage, cost, .. } => {
+                let mut f = self.frame(RUN_COMPLETED);
+                let current = self.last_step.as_deref().filter(|s| {
+                    i64::from(s.step_index) == self.step_index && s.step_id == self.step_id
+                });
+                f.step = current.map(StepOut::of);
+                f.error = match status {
+                    SessionStatus::Error | SessionStatus::Aborted | SessionStatus::MaxTurns => {
+                        Some(self.error.as_deref().unwrap_or(match status {
+                            SessionStatus::Aborted => "the run was aborted",
+                            SessionStatus::MaxTurns => "the run reached its max_turns limit",
+                            _ => "the run failed",
+                        }))
+                    }
+                    _ => None,
+                };
+                f.annotations.status = Some(*status);
+                f.annotations.usage = Some(usage);
+                f.annotations.cost = Some(cost);
+                out.push(Frame::json(&f));
+                self.last_step = None;
+                self.error = None;
+            }
+            AgentEvent::StateSnapshot { .. }
+            | AgentEvent::StateUpdate { .. }
+            | AgentEvent::TotExpand { .. }
+            | AgentEvent::TotEvaluate { .. }
+            | AgentEvent::TotBacktrack { .. }
+            | AgentEvent::GotPlan { .. }
+            | AgentEvent::GotNodeStart { .. }
+            | AgentEvent::GotNodeComplete { .. }
+            | AgentEvent::GotNodeFailed { .. }
+            | AgentEvent::GotExpand { .. }
+            | AgentEvent::Custom { .. } => {
+                let mut f = self.frame(CUSTOM);
+                f.annotations.event = Some(event);
+                out.push(Frame::json(&f));
+            }
+            AgentEvent::NodeEnter { .. }
+            | AgentEvent::NodeExit { .. }
+            | AgentEvent::TextStart { .. }
+            | AgentEvent::ThinkingStart { .. }
+            | AgentEvent::Checkpoint { .. } => {}
+        }
+    }
+}
+
+/// What a failed model call says went wrong.
+fn failure_of(message: &AssistantMessage) -> &str {
+    message.error_message.as_deref().unwrap_or("the model call failed")
+}
+
+/// One frame, as written: the spec's `AgentStepEvent`.
+#[derive(Serialize)]
+struct Out<'a> {
+    event_type: &'static str,
+    step_index: i64,
+    step_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    step: Option<StepOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    llm_delta: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call: Option<CallOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_result: Option<ResultOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Notes::is_empty")]
+    annotations: Notes<'a>,
+}
+
+/// The `annotations` Weft writes (each only when set).
+#[derive(Serialize, Default)]
+struct Notes<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_index: Option<u32>,
+    #[serde(skip_serializing_if = "is_false")]
+    done: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signature: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<SessionStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<Vec<CallOut<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<&'a Usage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost: Option<&'a Cost>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event: Option<&'a AgentEvent>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl Notes<'_> {
+    /// The notes closing content block `index`.
+    fn done(index: u32) -> Self {
+        Self { content_index: Some(index), done: true, ..Self::default() }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.content_index.is_none()
+            && !self.done
+            && self.text.is_none()
+            && self.thinking.is_none()
+            && self.signature.is_none()
+            && self.status.is_none()
+            && self.tool_calls.is_none()
+            && self.usage.is_none()
+            && self.cost.is_none()
+            && self.event.is_none()
+    }
+}
+
+/// A tool call record `{id, name, arguments}`, or a piece of one (`arguments_delta`).
+#[derive(Serialize)]
+struct CallOut<'a> {
+    id: &'a str,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments_delta: Option<&'a str>,
+}
+
+impl<'a> CallOut<'a> {
+    fn new(id: &'a str, name: &'a str) -> Self {
+        Self { id, name, arguments: None, arguments_delta: None }
+    }
+
+    fn of(call: &'a weft_core::ToolCall) -> Self {
+        Self { arguments: Some(&call.arguments), ..Self::new(&call.id, &call.name) }
+    }
+}
+
+/// A `ToolExecutionResult`, whole or partial.
+#[derive(Serialize)]
+struct ResultOut<'a> {
+    call: CallOut<'a>,
+    output: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    started_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency_ms: Option<u64>,
+}
+
+impl<'a> ResultOut<'a> {
+    fn new(call: CallOut<'a>, output: &'a str) -> Self {
+        Self { call, output, error: None, details: None, started_at: None, latency_ms: None }
+    }
+
+    fn of(r: &'a ToolExecutionResult) -> Self {
+        Self {
+            call: CallOut::of(&r.call),
+            output: &r.output,
+            error: r.error.as_deref(),
+            details: r.details.as_ref(),
+            started_at: Some(rfc3339(r.started_at)),
+            latency_ms: Some(r.latency_ms),
+        }
+    }
+}
+
+/// The spec's `AgentStep`.
+#[derive(Serialize)]
+struct StepOut<'a> {
+    step_id: &'a str,
+    step_index: i64,
+    timestamp: String,
+    llm_response: &'a AssistantMessage,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency_ms: Option<u64>,
+    tool_results: Vec<ResultOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<StepNotesOut<'a>>,
+}
+
+impl<'a> StepOut<'a> {
+    fn of(step: &'a AgentStep) -> Self {
+        Self {
+            step_id: &step.step_id,
+            step_index: i64::from(step.step_index),
+            timestamp: rfc3339(step.timestamp),
+            llm_response: &step.llm_response,
+            latency_ms: Some(step.latency_ms),
+            tool_results: step.tool_results.iter().map(ResultOut::of).collect(),
+            annotations: (!step.annotations.is_empty())
+                .then(|| StepNotesOut::of(&step.annotations)),
+        }
+    }
+
+    /// The step as it stands when the model's response is complete: no tool results yet.
+    fn completed_message(step_index: i64, step_id: &'a str, message: &'a AssistantMessage) -> Self {
+        Self {
+            step_id,
+            step_index,
+            timestamp: rfc3339(message.timestamp),
+            llm_response: message,
+            latency_ms: None,
+            tool_results: Vec::new(),
+            annotations: None,
+        }
+    }
+}
+
+/// The spec's `AgentStepAnnotations`.
+#[derive(Serialize)]
+struct StepNotesOut<'a> {
+    safety: &'a [SafetyNote],
+    citations: Vec<CitationOut<'a>>,
+    extra: &'a Map<String, Value>,
+}
+
+impl<'a> StepNotesOut<'a> {
+    fn of(a: &'a StepAnnotations) -> Self {
+        Self {
+            safety: &a.safety,
+            citations: a.citations.iter().map(CitationOut::of).collect(),
+            extra: &a.extra,
+        }
+    }
+}
+
+/// The spec's `AgentCitationRef`.
+#[derive(Serialize)]
+struct CitationOut<'a> {
+    label: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provider_ref: Option<&'a Value>,
+}
+
+impl<'a> CitationOut<'a> {
+    fn of(c: &'a CitationRef) -> Self {
+        Self { label: &c.label, url: c.url.as_deref(), provider_ref: c.provider_ref.as_ref() }
+    }
+}
+
+/// `ms` (milliseconds since the Unix epoch) as RFC 3339 in UTC with milliseconds:
+/// `2023-11-14T22:13:20.123Z`.
+fn rfc3339(ms: TimestampMs) -> String {
+    let secs = ms / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX / 2);
+    let day_secs = secs % 86_400;
+    // Days to a civil date (H. Hinnant's algorithm, proleptic Gregorian calendar).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        day_secs / 3600,
+        day_secs % 3600 / 60,
+        day_secs % 60,
+        ms % 1000
+    )
+}
+
+/// What the decoder reads of a frame (everything else is ignored).
+#[derive(Deserialize)]
+struct In {
+    #[serde(default)]
+    step: Option<StepIn>,
+    #[serde(default)]
+    llm_delta: Option<String>,
+    #[serde(default)]
+    tool_call: Option<CallIn>,
+    #[serde(default)]
+    annotations: NotesIn,
+}
+
+#[derive(Deserialize)]
+struct StepIn {
+    #[serde(default)]
+    tool_results: Vec<ResultIn>,
+}
+
+#[derive(Deserialize)]
+struct ResultIn {
+    call: CallIn,
+    output: String,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct CallIn {
+    id: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct NotesIn {
+    done: bool,
+    text: Option<String>,
+    thinking: Option<String>,
+    status: Option<SessionStatus>,
+    tool_calls: Vec<CallIn>,
+}
+
+/// Decodes a whole AceAI stream into the [`Transcript`] it says (see the module docs for where
+/// each part comes from). The first frame that is not a JSON object, has no string
+/// `event_type`, has one this format does not send, or lacks what its type needs (the status of
+/// `agent.run.completed`, the call of a closing tool-call frame or of an approval request) is
+/// the error.
+pub fn decode(frames: &[Frame]) -> Result<Transcript, DecodeError> {
+    let mut t = Transcript::default();
+    // The open text and thinking blocks' deltas (used when a closing frame has no whole text).
+    let (mut text, mut thinking) = (String::new(), String::new());
+    let mut run_over = false;
+    for (index, frame) in frames.iter().enumerate() {
+        let fail = |reason: String| DecodeError::new(index, reason);
+        let value: Value =
+            serde_json::from_str(&frame.data).map_err(|e| fail(format!("invalid JSON: {e}")))?;
+        let event_type = match value.get("event_type") {
+            Some(Value::String(kind)) => match EVENT_TYPES.iter().find(|k| **k == kind) {
+                Some(kind) => *kind,
+                None => return Err(fail(format!("unknown event type {kind:?}"))),
+            },
+            Some(other) => {
+                return Err(fail(format!(
+                    "\"event_type\" must be a string, got {}",
+                    json_kind(other)
+                )));
+            }
+            None if value.is_object() => return Err(fail("missing \"event_type\"".into())),
+            None => return Err(fail(format!("expected a JSON object, got {}", json_kind(&value)))),
+        };
+        let f: In = serde_json::from_value(value)
+            .map_err(|e| fail(format!("invalid {event_type:?} frame: {e}")))?;
+        if run_over {
+            // A frame after a run's end belongs to the next run, which starts with nothing
+            // pending.
+            t.pending.clear();
+            run_over = false;
+        }
+        match event_type {
+            LLM_OUTPUT_TEXT_DELTA => close_block(f, &mut text, &mut t.texts, |n| n.text),
+            LLM_REASONING => close_block(f, &mut thinking, &mut t.thinking, |n| n.thinking),
+            LLM_TOOL_CALL_DELTA if f.annotations.done => {
+                let call = f
+                    .tool_call
+                    .ok_or_else(|| fail("closing tool-call frame without \"tool_call\"".into()))?;
+                t.tool_calls.push(CallRecord {
+                    id: call.id,
+                    name: call.name,
+                    arguments: call.arguments.unwrap_or(Value::Null),
+                });
+            }
+            TOOL_APPROVAL_REQUESTED => {
+                let call = f
+                    .tool_call
+                    .ok_or_else(|| fail("approval request without \"tool_call\"".into()))?;
+                t.pending.push(call.id);
+            }
+            RUN_SUSPENDED => t.pending.extend(f.annotations.tool_calls.into_iter().map(|c| c.id)),
+            STEP_COMPLETED | STEP_FAILED => {
+                let results = f.step.map(|s| s.tool_results).unwrap_or_default();
+                t.tool_results.extend(results.into_iter().map(|r| ResultRecord {
+                    id: r.call.id,
+                    output: r.output,
+                    is_error: r.error.is_some(),
+                }));
+            }
+            RUN_COMPLETED => {
+                let status = f.annotations.status.ok_or_else(|| {
+                    fail("agent.run.completed without \"annotations.status\"".into())
+                })?;
+                t.status = Some(status);
+                run_over = true;
+            }
+            _ => {}
+        }
+    }
+    Ok(t)
+}
+
+/// A text or reasoning frame: a delta adds to the open block; a closing frame ends it, with
+/// its whole content (or, lacking it, the deltas).
+fn close_block(
+    f: In,
+    open: &mut String,
+    blocks: &mut Vec<String>,
+    whole: impl FnOnce(NotesIn) -> Option<String>,
+) {
+    if let Some(delta) = &f.llm_delta {
+        open.push_str(delta);
+    }
+    if f.annotations.done {
+        let deltas = std::mem::take(open);
+        blocks.push(whole(f.annotations).unwrap_or(deltas));
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::{Value, json};
+    use weft_core::{AgentEvent, Message, SessionStatus, StopReason};
+
+    use super::*;
+    use crate::native::fixtures::{self, assistant, call, step, text, thinking};
+
+    fn render(events: &[AgentEvent]) -> Vec<Frame> {
+        let mut encoder = AceaiEncoder::new();
+        let mut frames = Vec::new();
+        for (i, event) in events.iter().enumerate() {
+            crate::encode(&mut encoder, i as u64 + 1, event, &mut frames);
+        }
+        encoder.finish(&mut frames);
+        frames
+    }
+
+    fn values(events: &[AgentEvent]) -> Vec<Value> {
+        render(events).iter().map(|f| serde_json::from_str(&f.data).unwrap()).collect()
+    }
+
+    fn types(values: &[Value]) -> Vec<&str> {
+        values.iter().map(|v| v["event_type"].as_str().unwrap()).collect()
+    }
+
+    #[test]
+    fn text_and_thinking_exact_frames() {
+        let frames = render(&fixtures::text_and_thinking());
+        let data: Vec<&str> = frames.iter().map(|f| f.data.as_str()).collect();
+        let message = concat!(
+            r#"{"content":[{"type":"thinking","thinking":"Greet them.","signature":"sig"},"#,
+            r#"{"type":"text","text":"Hello!"}],"stopReason":"stop","#,
+            r#""usage":{"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"total":15},"#,
+            r#""provider":"faux","model":"faux-1","timestamp":1700000000000}"#
+        );
+        let head = r#"{"event_type":"#;
+        let expected = [
+            format!(r#"{head}"agent.llm.started","step_index":0,"step_id":"st0"}}"#),
+            format!(
+                r#"{head}"agent.llm.reasoning","step_index":0,"step_id":"st0","llm_delta":"Greet"}}"#
+            ),
+            format!(
+                r#"{head}"agent.llm.reasoning","step_index":0,"step_id":"st0","llm_delta":" them."}}"#
+            ),
+            format!(
+                r#"{head}"agent.llm.reasoning","step_index":0,"step_id":"st0","annotations":{{"content_index":0,"done":true,"thinking":"Greet them.","signature":"sig"}}}}"#
+            ),
+            format!(
+                r#"{head}"agent.llm.output_text.delta","step_index":0,"step_id":"st0","llm_delta":"Hel"}}"#
+            ),
+            format!(
+                r#"{head}"agent.llm.output_text.delta","step_index":0,"step_id":"st0","llm_delta":"lo!"}}"#
+            ),
+            format!(
+                r#"{head}"agent.llm.output_text.delta","step_index":0,"step_id":"st0","annotations":{{"content_index":1,"done":true,"text":"Hello!"}}}}"#
+            ),
+            format!(
+                r#"{head}"agent.llm.completed","step_index":0,"step_id":"st0","step":{{"step_id":"st0","step_index":0,"timestamp":"2023-11-14T22:13:20.000Z","llm_response":{message},"tool_results":[]}}}}"#
+            ),
+            format!(
+                r#"{head}"agent.step.completed","step_index":0,"step_id":"st0","step":{{"step_id":"st0","step_index":0,"timestamp":"2023-11-14T22:13:20.000Z","llm_response":{message},"latency_ms":42,"tool_results":[]}}}}"#
+            ),
+            format!(
+                r#"{head}"agent.run.completed","step_index":0,"step_id":"st0","step":{{"step_id":"st0","step_index":0,"timestamp":"2023-11-14T22:13:20.000Z","llm_response":{message},"latency_ms":42,"tool_results":[]}},"annotations":{{"status":"completed","usage":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"cost":{{"input":0.0,"output":0.0,"cacheRead":0.0,"cacheWrite":0.0,"total":0.0}}}}}}"#
+            ),
+        ];
+        assert_eq!(data, expected);
+    }
+
+    #[test]
+    fn tool_frames_name_their_call_and_carry_increments() {
+        let v = values(&fixtures::tools_two_steps());
+        assert_eq!(
+            types(&v),
+            [
+                "agent.llm.started",
+                "agent.llm.output_text.delta",
+                "agent.llm.output_text.delta",
+                "agent.llm.output_text.delta",
+                // echo: start, two argument deltas, the whole call
+                "agent.llm.tool_call.delta",
+                "agent.llm.tool_call.delta",
+                "agent.llm.tool_call.delta",
+                "agent.llm.tool_call.delta",
+                // fail: start, "{" and "}", the whole call
+                "agent.llm.tool_call.delta",
+                "agent.llm.tool_call.delta",
+                "agent.llm.tool_call.delta",
+                "agent.llm.tool_call.delta",
+                // nope
+                "agent.llm.tool_call.delta",
+                "agent.llm.tool_call.delta",
+                "agent.llm.tool_call.delta",
+                "agent.llm.tool_call.delta",
+                "agent.llm.completed",
+                "agent.tool.started",
+                "agent.tool.output",
+                "agent.tool.output",
+                "agent.tool.completed",
+                "agent.tool.started",
+                "agent.tool.failed",
+                "agent.step.completed",
+                "agent.llm.started",
+                "agent.llm.output_text.delta",
+                "agent.llm.output_text.delta",
+                "agent.llm.output_text.delta",
+                "agent.llm.completed",
+                "agent.step.completed",
+                "agent.run.completed",
+            ]
+        );
+        assert_eq!(v[4]["tool_call"], json!({"id": "c1", "name": "echo", "arguments_delta": ""}));
+        assert_eq!(v[5]["tool_call"]["id"], "c1");
+        assert_eq!(v[5]["tool_call"]["name"], "echo");
+        let args: String = [&v[5], &v[6]]
+            .iter()
+            .map(|f| f["tool_call"]["arguments_delta"].as_str().unwrap())
+            .collect();
+        assert_eq!(args, r#"{"text":"Paris \"sunny\""}"#);
+        assert_eq!(
+            v[7]["tool_call"],
+            json!({"id": "c1", "name": "echo", "arguments": {"text": "Paris \"sunny\""}})
+        );
+        assert_eq!(v[7]["annotations"], json!({"content_index": 1, "done": true}));
+        assert_eq!(v[9]["tool_call"]["name"], "fail");
+        // The completed response: the whole message, no tool results yet.
+        assert_eq!(v[16]["step"]["llm_response"]["stopReason"], "toolUse");
+        assert_eq!(v[16]["step"]["tool_results"], json!([]));
+        assert_eq!(
+            v[17]["tool_call"],
+            json!({"id": "c1", "name": "echo", "arguments": {"text": "Paris \"sunny\""}})
+        );
+        assert_eq!(
+            v[18]["tool_result"],
+            json!({"call": {"id": "c1", "name": "echo"}, "output": "Paris "})
+        );
+        assert_eq!(v[19]["tool_result"]["output"], "\"sunny\"");
+        assert_eq!(
+            v[20]["tool_result"],
+            json!({"call": {"id": "c1", "name": "echo", "arguments": {"text": "Paris \"sunny\""}}, "output": "Paris \"sunny\""})
+        );
+        assert_eq!(
+            v[22]["tool_result"],
+            json!({"call": {"id": "c2", "name": "fail", "arguments": {}}, "output": "failed on {}", "error": "failed on {}"})
+        );
+        // The step holds every result in the model's order, including the unknown tool's.
+        let results = &v[23]["step"]["tool_results"];
+        assert_eq!(results.as_array().unwrap().len(), 3);
+        assert_eq!(
+            results[2],
+            json!({
+                "call": {"id": "c3", "name": "nope", "arguments": {"x": 1}},
+                "output": "Tool nope not found",
+                "error": "Tool nope not found",
+                "started_at": "2023-11-14T22:13:20.100Z",
+                "latency_ms": 7
+            })
+        );
+        // The second step's frames name it.
+        assert!(v[24..30].iter().all(|f| f["step_index"] == 1 && f["step_id"] == "st1"));
+        assert!(v[..24].iter().all(|f| f["step_index"] == 0 && f["step_id"] == "st0"));
+        assert_eq!(v[30]["step"]["step_id"], "st1");
+    }
+
+    #[test]
+    fn every_frame_is_a_spec_step_event() {
+        let allowed = [
+            "event_type",
+            "step_index",
+            "step_id",
+            "step",
+            "llm_delta",
+            "tool_call",
+            "tool_result",
+            "error",
+            "annotations",
+        ];
+        for (name, events) in fixtures::all() {
+            for f in values(&events) {
+                let object = f.as_object().unwrap();
+                assert!(object.keys().all(|k| allowed.contains(&k.as_str())), "{name}: {f}");
+                assert!(f["step_index"].is_i64() && f["step_id"].is_string(), "{name}: {f}");
+                assert!(EVENT_TYPES.contains(&f["event_type"].as_str().unwrap()), "{name}: {f}");
+                // `step` only on completed/failed/run-completed events.
+                if f.get("step").is_some() {
+                    assert!(
+                        [LLM_COMPLETED, STEP_COMPLETED, STEP_FAILED, RUN_COMPLETED]
+                            .contains(&f["event_type"].as_str().unwrap()),
+                        "{name}: {f}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn remote_suspension_and_resumed_step() {
+        let v = values(&fixtures::remote_suspend_and_resume());
+        let t = types(&v);
+        let suspended = t.iter().position(|k| *k == RUN_SUSPENDED).unwrap();
+        assert_eq!(
+            v[suspended]["annotations"],
+            json!({
+                "status": "awaiting_tool_execution",
+                "tool_calls": [{"id": "r1", "name": "browser_click", "arguments": {"selector": "#go"}}]
+            })
+        );
+        assert_eq!(v[suspended]["step_id"], "st0");
+        // The suspended run's end: status, no error, and no step (the open step has not ended).
+        let first_end = &v[suspended + 1];
+        assert_eq!(first_end["event_type"], RUN_COMPLETED);
+        assert_eq!(first_end["annotations"]["status"], "awaiting_tool_execution");
+        assert!(first_end.get("step").is_none() && first_end.get("error").is_none());
+        // The resumed run completes step 0 with the client's result, then runs step 1.
+        let resumed = &v[suspended + 2];
+        assert_eq!(resumed["event_type"], STEP_COMPLETED);
+        assert_eq!(resumed["step"]["tool_results"][0]["output"], "clicked");
+        assert_eq!(resumed["step_index"], 0);
+        assert_eq!(*t.last().unwrap(), RUN_COMPLETED);
+        assert_eq!(v.last().unwrap()["step"]["step_id"], "st1");
+    }
+
+    #[test]
+    fn a_stream_starting_with_a_resumed_run_knows_the_step_at_its_end() {
+        let events = fixtures::approval_and_denial();
+        let second =
+            events.iter().rposition(|e| matches!(e, AgentEvent::SessionStart { .. })).unwrap();
+        let v = values(&events[second..]);
+        // The approved call runs before the step's id is known.
+        assert_eq!(v[0]["event_type"], TOOL_STARTED);
+        assert_eq!((v[0]["step_index"].clone(), v[0]["step_id"].clone()), (json!(-1), json!("")));
+        assert_eq!(v[1]["event_type"], TOOL_COMPLETED);
+        assert_eq!(v[1]["step_index"], -1);
+        assert_eq!(v[2]["event_type"], STEP_COMPLETED);
+        assert_eq!((v[2]["step_index"].clone(), v[2]["step_id"].clone()), (json!(0), json!("st0")));
+        // Decoding it alone still finds both results, the denied one included.
+        let t = decode(&render(&events[second..])).unwrap();
+        assert_eq!(t, Transcript::from_events(&events[second..]));
+        assert_eq!(t.tool_results.len(), 2);
+        assert!(t.tool_results[1].is_error);
+        // In the whole stream the encoder knows the step the resumed run continues.
+        let v = values(&events);
+        let started = v.iter().position(|f| f["event_type"] == TOOL_STARTED).unwrap();
+        assert_eq!(v[started]["step_id"], "st0");
+    }
+
+    #[test]
+    fn approval_requests_one_per_call() {
+        let v = values(&fixtures::approval_and_denial());
+        let requests: Vec<&Value> =
+            v.iter().filter(|f| f["event_type"] == TOOL_APPROVAL_REQUESTED).collect();
+        assert_eq!(requests.len(), 2);
+        assert_eq!(
+            requests[0]["tool_call"],
+            json!({"id": "a1", "name": "delete", "arguments": {"path": "/tmp/x"}})
+        );
+        assert_eq!(requests[1]["tool_call"]["id"], "a2");
+        let ends: Vec<&Value> = v.iter().filter(|f| f["event_type"] == RUN_COMPLETED).collect();
+        assert_eq!(ends[0]["annotations"]["status"], "awaiting_approval");
+        assert_eq!(ends[1]["annotations"]["status"], "completed");
+        let t = decode(&render(&fixtures::approval_and_denial()[..])).unwrap();
+        assert!(t.pending.is_empty(), "the second run starts with nothing pending");
+        let pending =
+            fixtures::all().into_iter().find(|(n, _)| *n == "approval_pending").unwrap().1;
+        assert_eq!(decode(&render(&pending)).unwrap().pending, ["a1", "a2"]);
+    }
+
+    #[test]
+    fn provider_error_fails_the_step_and_the_run() {
+        let v = values(&fixtures::provider_error());
+        assert_eq!(
+            types(&v),
+            [
+                LLM_STARTED,
+                LLM_OUTPUT_TEXT_DELTA,
+                LLM_OUTPUT_TEXT_DELTA,
+                LLM_OUTPUT_TEXT_DELTA,
+                LLM_COMPLETED,
+                STEP_FAILED,
+                RUN_COMPLETED,
+            ]
+        );
+        assert_eq!(v[5]["error"], "429 rate limited");
+        assert_eq!(v[5]["step"]["llm_response"]["stopReason"], "error");
+        assert_eq!(v[5]["step"]["llm_response"]["content"][0]["text"], "Hel");
+        assert_eq!(v[6]["error"], "429 rate limited");
+        assert_eq!(v[6]["annotations"]["status"], "error");
+        assert_eq!(v[6]["step"]["step_id"], "st0");
+        let t = decode(&render(&fixtures::provider_error())).unwrap();
+        assert_eq!(t.texts, ["Hel"]);
+        assert_eq!(t.status, Some(SessionStatus::Error));
+    }
+
+    #[test]
+    fn errors_that_are_not_a_model_failure_are_sent_and_aborts_say_so() {
+        let mut enc = AceaiEncoder::new();
+        let mut frames = Vec::new();
+        enc.encode(
+            &AgentEvent::Error { error: "store unavailable".into(), message: None },
+            &mut frames,
+        );
+        let v: Value = serde_json::from_str(&frames[0].data).unwrap();
+        assert_eq!(
+            v,
+            json!({"event_type": STEP_FAILED, "step_index": -1, "step_id": "", "error": "store unavailable"})
+        );
+        // An abort with no error event still says why the run did not complete.
+        frames.clear();
+        let mut enc = AceaiEncoder::new();
+        let mut ev = Vec::new();
+        fixtures::end(&mut ev, SessionStatus::Aborted, vec![]);
+        enc.encode(&ev[0], &mut frames);
+        let v: Value = serde_json::from_str(&frames[0].data).unwrap();
+        assert_eq!(v["error"], "the run was aborted");
+        assert!(v.get("step").is_none());
+    }
+
+    #[test]
+    fn aborted_model_call_is_a_failed_step() {
+        let mut ev = Vec::new();
+        fixtures::start(&mut ev, Some("hi"));
+        let m = assistant(vec![text("Par")], StopReason::Aborted);
+        fixtures::model_call(&mut ev, "st0", 0, &m);
+        fixtures::end_step(&mut ev, step("st0", 0, &m, vec![]), &[]);
+        fixtures::end(&mut ev, SessionStatus::Aborted, vec![]);
+        let v = values(&ev);
+        let failed: Vec<&Value> = v.iter().filter(|f| f["event_type"] == STEP_FAILED).collect();
+        assert_eq!(failed.len(), 1, "the error event does not repeat the step's failure");
+        assert_eq!(failed[0]["error"], "the model call failed");
+        assert_eq!(v.last().unwrap()["error"], "the model call failed");
+        assert_eq!(v.last().unwrap()["annotations"]["status"], "aborted");
+    }
+
+    #[test]
+    fn extras_become_custom_and_checkpoints_nodes_and_messages_are_not_sent() {
+        let v = values(&fixtures::tot_with_extras());
+        let custom: Vec<&Value> = v.iter().filter(|f| f["event_type"] == CUSTOM).collect();
+        assert_eq!(custom.len(), 4);
+        assert_eq!(
+            custom[0]["annotations"]["event"],
+            json!({"type": "tot_expand", "candidates": ["a", "b"]})
+        );
+        assert_eq!(custom[2]["annotations"]["event"]["type"], "state_update");
+        assert_eq!(
+            custom[3]["annotations"]["event"],
+            json!({"type": "custom", "value": {"kind": "note"}})
+        );
+        // Before the first step: -1 and "".
+        assert_eq!(custom[0]["step_index"], -1);
+        assert_eq!(custom[0]["step_id"], "");
+        // After the step: the step it follows.
+        assert_eq!(custom[3]["step_id"], "st0");
+        for event in fixtures::one_of_each() {
+            let mut frames = Vec::new();
+            AceaiEncoder::new().encode(&event, &mut frames);
+            let silent = matches!(
+                event,
+                AgentEvent::SessionStart { .. }
+                    | AgentEvent::NodeEnter { .. }
+                    | AgentEvent::NodeExit { .. }
+                    | AgentEvent::MessageStart { .. }
+                    | AgentEvent::TextStart { .. }
+                    | AgentEvent::ThinkingStart { .. }
+                    | AgentEvent::Checkpoint { .. }
+            );
+            assert_eq!(frames.is_empty(), silent, "{}", event.kind());
+        }
+        // User and tool-result messages are not sent either.
+        let mut frames = Vec::new();
+        let user = Message::User(weft_core::UserMessage::text("hi"));
+        AceaiEncoder::new()
+            .encode(&AgentEvent::MessageEnd { message: Box::new(user) }, &mut frames);
+        let r = Message::ToolResult(fixtures::result(&call("c", "t", json!({})), "o", false));
+        AceaiEncoder::new().encode(&AgentEvent::MessageEnd { message: Box::new(r) }, &mut frames);
+        assert!(frames.is_empty());
+    }
+
+    #[test]
+    fn decode_of_encode_is_the_canonical_transcript() {
+        for (name, events) in fixtures::all() {
+            let expected = Transcript::from_events(&events);
+            let decoded = decode(&render(&events)).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(decoded, expected, "{name}");
+        }
+        let t = decode(&render(&fixtures::tools_two_steps())).unwrap();
+        assert_eq!(t.texts, ["Let me check.", "Sunny in Paris."]);
+        assert_eq!(t.tool_calls.len(), 3);
+        assert_eq!(
+            t.tool_results.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            ["c1", "c2", "c3"]
+        );
+        let t = decode(&render(&fixtures::remote_suspended())).unwrap();
+        assert_eq!(t.pending, ["r1"]);
+        assert_eq!(t.status, Some(SessionStatus::AwaitingToolExecution));
+    }
+
+    #[test]
+    fn empty_and_repeated_blocks_stay_separate() {
+        // Two text blocks around a thinking block, one of them empty (no delta at all).
+        let mut ev = Vec::new();
+        fixtures::start(&mut ev, Some("hi"));
+        let m =
+            assistant(vec![text(""), thinking("hm", None), text("b"), text("b")], StopReason::Stop);
+        fixtures::model_call(&mut ev, "st0", 0, &m);
+        fixtures::end_step(&mut ev, step("st0", 0, &m, vec![]), &[]);
+        fixtures::end(&mut ev, SessionStatus::Completed, vec![]);
+        let t = decode(&render(&ev)).unwrap();
+        assert_eq!(t.texts, ["", "b", "b"]);
+        assert_eq!(t.thinking, ["hm"]);
+        assert_eq!(t, Transcript::from_events(&ev));
+    }
+
+    #[test]
+    fn closing_frames_without_whole_text_fall_back_to_the_deltas() {
+        let frames: Vec<Frame> = [
+            r#"{"event_type":"agent.llm.output_text.delta","step_index":0,"step_id":"a","llm_delta":"He"}"#,
+            r#"{"event_type":"agent.llm.output_text.delta","step_index":0,"step_id":"a","llm_delta":"y"}"#,
+            r#"{"event_type":"agent.llm.output_text.delta","step_index":0,"step_id":"a","annotations":{"done":true}}"#,
+            r#"{"event_type":"agent.llm.output_text.delta","step_index":0,"step_id":"a","llm_delta":"x","annotations":{"done":true}}"#,
+        ]
+        .into_iter()
+        .map(Frame::raw)
+        .collect();
+        assert_eq!(decode(&frames).unwrap().texts, ["Hey", "x"]);
+    }
+
+    #[test]
+    fn decode_errors_name_the_frame_and_the_problem() {
+        let ok = r#"{"event_type":"agent.llm.started","step_index":0,"step_id":"a"}"#;
+        let cases = [
+            (r#"{"event_type":"agent.llm.started""#, "invalid JSON"),
+            ("[DONE]", "invalid JSON"),
+            ("3", "expected a JSON object, got a number"),
+            (r#"{"step_index":0}"#, "missing \"event_type\""),
+            (r#"{"event_type":["x"]}"#, "\"event_type\" must be a string, got an array"),
+            (r#"{"event_type":"agent.llm.exploded"}"#, "unknown event type \"agent.llm.exploded\""),
+            (
+                r#"{"event_type":"agent.run.completed","annotations":{}}"#,
+                "without \"annotations.status\"",
+            ),
+            (
+                r#"{"event_type":"agent.run.completed","annotations":{"status":"napping"}}"#,
+                "invalid \"agent.run.completed\" frame",
+            ),
+            (r#"{"event_type":"agent.tool.approval_requested"}"#, "approval request without"),
+            (
+                r#"{"event_type":"agent.llm.tool_call.delta","annotations":{"done":true}}"#,
+                "closing tool-call frame",
+            ),
+            (
+                r#"{"event_type":"agent.step.completed","step":{"tool_results":[{"output":"x"}]}}"#,
+                "invalid \"agent.step.completed\" frame",
+            ),
+        ];
+        for (bad, expected) in cases {
+            let frames: Vec<Frame> = [ok, bad, ok].into_iter().map(Frame::raw).collect();
+            let err = decode(&frames).unwrap_err();
+            assert_eq!(err.index, 1, "{bad}");
+            assert!(err.reason.contains(expected), "{bad}: {err}");
+            assert!(err.to_string().starts_with("frame 1: "), "{err}");
+        }
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(rfc3339(4_102_444_799_999), "2099-12-31T23:59:59.999Z");
+        // Never panics, even at the end of time.
+        assert!(rfc3339(u64::MAX).ends_with('Z'));
+    }
+
+    #[test]
+    fn step_annotations_use_snake_case() {
+        let m = assistant(vec![text("x")], StopReason::Stop);
+        let mut s = step("st0", 0, &m, vec![]);
+        s.annotations.citations.push(weft_core::CitationRef {
+            label: "doc".into(),
+            url: None,
+            provider_ref: Some(json!({"id": 1})),
+        });
+        s.annotations.safety.push(weft_core::SafetyNote {
+            verdict: weft_core::SafetyVerdict::Review,
+            category: "pii".into(),
+        });
+        let mut frames = Vec::new();
+        AceaiEncoder::new().encode(&AgentEvent::StepEnd { step: Box::new(s) }, &mut frames);
+        let v: Value = serde_json::from_str(&frames[0].data).unwrap();
+        assert_eq!(
+            v["step"]["annotations"],
+            json!({
+                "safety": [{"verdict": "review", "category": "pii"}],
+                "citations": [{"label": "doc", "provider_ref": {"id": 1}}],
+                "extra": {}
+            })
+        );
+    }
 }

@@ -1,0 +1,501 @@
+//! [`LoomEncoder`]: the canonical events as Loom frames (see the module documentation for the
+//! mapping and the extensions).
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use weft_core::{AgentEvent, Message, Role, ToolCall};
+
+use super::export::{Fields, export_key, json};
+use crate::{Encoder, Frame};
+
+/// Renders canonical [`AgentEvent`]s as Loom stream-protocol frames, with the envelope
+/// (`session_id`, `node_id`, `event_id`) on every frame and the `reply` frame closing each run.
+///
+/// [`LoomEncoder::new`] writes the `type` + payload form (§4), [`LoomEncoder::export`] the
+/// single-key export form (§6). One encoder serves one session's stream: one run, or several
+/// runs in sequence (`event_id` keeps increasing across them). Call [`Encoder::finish`] at the
+/// end of the stream: a `run_start` still waiting for the user's message is sent then.
+#[derive(Debug, Default)]
+pub struct LoomEncoder {
+    /// Single-key export form instead of `type` + payload.
+    export: bool,
+    /// The last `event_id` given.
+    event_id: u64,
+    /// The session, from `session_start`.
+    session_id: Option<String>,
+    /// A `run_start` waiting for the run's user message.
+    pending_run: Option<PendingRun>,
+    /// Node runs entered and not exited, innermost last.
+    nodes: Vec<OpenNode>,
+    /// Open text (`false`) and thinking (`true`) blocks by canonical block index.
+    blocks: HashMap<(bool, u32), Block>,
+    /// The next block number (stream-wide).
+    next_block: u64,
+    /// Open tool-call blocks by canonical block index: (call id, tool name).
+    calls: HashMap<u32, (String, String)>,
+    /// Tool names by call id, for `tool_output` (whose canonical event has no name).
+    tool_names: HashMap<String, String>,
+    /// Results sent as `tool_end` from a local execution, not yet handed to the model.
+    executed: Vec<Executed>,
+    /// The node run of each assistant message of the current run, in order.
+    assistant_nodes: Vec<Option<String>>,
+}
+
+#[derive(Debug)]
+struct PendingRun {
+    run_id: String,
+    agent: String,
+}
+
+#[derive(Debug)]
+struct OpenNode {
+    name: String,
+    node_id: String,
+    /// Call ids whose results this node run handed to the model, in order.
+    delivered: Vec<String>,
+}
+
+#[derive(Debug)]
+struct Block {
+    number: u64,
+    /// The text sent in chunks so far.
+    sent: String,
+    /// Chunks sent.
+    chunks: usize,
+}
+
+#[derive(Debug)]
+struct Executed {
+    call_id: String,
+    output: String,
+    is_error: bool,
+}
+
+/// Whose `node_id` a frame's envelope carries.
+enum Node<'a> {
+    /// The innermost open node run's, if any.
+    Current,
+    /// This one.
+    Id(Option<&'a str>),
+}
+
+impl LoomEncoder {
+    /// An encoder of the `type` + payload form (§4), with the envelope.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An encoder of the single-key export form (§6): each event frame is
+    /// `{"<Key>": {payload…, session_id, node_id, event_id}}`; the reply frame is the same as in
+    /// the `type` + payload form.
+    pub fn export() -> Self {
+        Self { export: true, ..Self::default() }
+    }
+
+    /// Appends one frame of type `kind`.
+    fn frame(&mut self, kind: &str, payload: Fields, node: Node<'_>, out: &mut Vec<Frame>) {
+        self.event_id += 1;
+        let node_id = match node {
+            Node::Current => self.nodes.last().map(|n| n.node_id.as_str()),
+            Node::Id(id) => id,
+        };
+        let envelope = Fields::new()
+            .put_opt("session_id", self.session_id.as_deref())
+            .put_opt("node_id", node_id)
+            .put("event_id", &self.event_id);
+        let data = if self.export {
+            let key = export_key(kind).unwrap_or(kind);
+            format!("{{{}:{}}}", json(key), payload.extend(envelope).object())
+        } else {
+            envelope.put("type", kind).extend(payload).object()
+        };
+        out.push(Frame::raw(data));
+    }
+
+    /// The innermost open node run's name (the payload `id` of content frames).
+    fn node_name(&self) -> Option<&str> {
+        self.nodes.last().map(|n| n.name.as_str())
+    }
+
+    /// Sends the buffered `run_start`, with the user's message when there is one.
+    fn flush_run(&mut self, message: Option<String>, out: &mut Vec<Frame>) {
+        if let Some(run) = self.pending_run.take() {
+            let payload = Fields::new()
+                .put("run_id", &run.run_id)
+                .put_opt("message", message.as_deref())
+                .put("agent", &run.agent);
+            self.frame("run_start", payload, Node::Id(None), out);
+        }
+    }
+
+    /// Handles the start of a run and its user message; `true` when `event` is done with.
+    fn run_start(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) -> bool {
+        match event {
+            AgentEvent::SessionStart { session_id, run_id, agent } => {
+                self.flush_run(None, out);
+                self.session_id = Some(session_id.clone());
+                self.pending_run =
+                    Some(PendingRun { run_id: run_id.clone(), agent: agent.clone() });
+                self.assistant_nodes.clear();
+                true
+            }
+            AgentEvent::MessageStart { role: Role::User } if self.pending_run.is_some() => true,
+            AgentEvent::MessageEnd { message } if self.pending_run.is_some() => match &**message {
+                Message::User(m) => {
+                    self.flush_run(Some(m.text_content()), out);
+                    true
+                }
+                _ => {
+                    self.flush_run(None, out);
+                    false
+                }
+            },
+            _ => {
+                self.flush_run(None, out);
+                false
+            }
+        }
+    }
+
+    /// A text (`thinking == false`) or thinking delta.
+    fn delta(&mut self, thinking: bool, index: u32, delta: &str, out: &mut Vec<Frame>) {
+        let number = self.block(thinking, index);
+        if delta.is_empty() {
+            return;
+        }
+        if let Some(block) = self.blocks.get_mut(&(thinking, index)) {
+            block.sent.push_str(delta);
+            block.chunks += 1;
+        }
+        self.chunk(thinking, number, delta, None, out);
+    }
+
+    /// The end of a text or thinking block: whatever its chunks did not say yet.
+    fn block_end(&mut self, thinking: bool, index: u32, text: &str, out: &mut Vec<Frame>) {
+        self.block(thinking, index);
+        let Some(block) = self.blocks.remove(&(thinking, index)) else { return };
+        match text.strip_prefix(block.sent.as_str()) {
+            Some(rest) if !rest.is_empty() || block.chunks == 0 => {
+                self.chunk(thinking, block.number, rest, None, out);
+            }
+            Some(_) => {}
+            // The block's text is not what its deltas said: the chunk restates it whole.
+            None => self.chunk(thinking, block.number, "", Some(text), out),
+        }
+    }
+
+    /// The number of the open block at `index`, opening one if needed.
+    fn block(&mut self, thinking: bool, index: u32) -> u64 {
+        let next = &mut self.next_block;
+        self.blocks
+            .entry((thinking, index))
+            .or_insert_with(|| {
+                let number = *next;
+                *next += 1;
+                Block { number, sent: String::new(), chunks: 0 }
+            })
+            .number
+    }
+
+    fn chunk(
+        &mut self,
+        thinking: bool,
+        block: u64,
+        content: &str,
+        whole: Option<&str>,
+        out: &mut Vec<Frame>,
+    ) {
+        let payload = Fields::new()
+            .put("content", content)
+            .put_opt("id", self.node_name())
+            .put("block", &block)
+            .put_opt("text", whole);
+        let kind = if thinking { "thought_chunk" } else { "message_chunk" };
+        self.frame(kind, payload, Node::Current, out);
+    }
+
+    /// A result the model receives (a `toolResult` message): a `tool_end` unless the same result
+    /// was already sent from its execution; recorded as delivered by the current node run.
+    fn tool_result(&mut self, r: &weft_core::ToolResultMessage, out: &mut Vec<Frame>) {
+        let text = r.text_content();
+        let sent = self
+            .executed
+            .iter()
+            .position(|e| e.call_id == r.tool_call_id)
+            .map(|i| self.executed.remove(i))
+            .is_some_and(|e| e.output == text && e.is_error == r.is_error);
+        if !sent {
+            let payload = Fields::new()
+                .put("call_id", &r.tool_call_id)
+                .put("name", &r.tool_name)
+                .put("result", &text)
+                .put("is_error", &r.is_error);
+            self.frame("tool_end", payload, Node::Current, out);
+        }
+        match self.nodes.last_mut() {
+            Some(node) => node.delivered.push(r.tool_call_id.clone()),
+            None => {
+                let value = Fields::new()
+                    .put("kind", "tool_results")
+                    .put("tool_call_ids", &[&r.tool_call_id]);
+                let payload = Fields::new().raw("value", &value.object());
+                self.frame("custom", payload, Node::Current, out);
+            }
+        }
+    }
+
+    fn session_end(&mut self, status: &str, messages: &[Message], out: &mut Vec<Frame>) {
+        // The run's final answer: its last assistant message that has text.
+        let mut reply: Option<(usize, String)> = None;
+        let mut k = 0;
+        for message in messages {
+            if let Message::Assistant(m) = message {
+                let text = m.text();
+                if !text.is_empty() {
+                    reply = Some((k, text));
+                }
+                k += 1;
+            }
+        }
+        let (text, node_id) = match reply {
+            Some((k, text)) => {
+                let node = self.assistant_nodes.get(k).or(self.assistant_nodes.last());
+                (text, node.cloned().flatten())
+            }
+            None => (String::new(), self.assistant_nodes.last().cloned().flatten()),
+        };
+        self.event_id += 1;
+        let data = Fields::new()
+            .put_opt("session_id", self.session_id.as_deref())
+            .put_opt("node_id", node_id.as_deref())
+            .put("event_id", &self.event_id)
+            .put("reply", &text)
+            .put("status", status)
+            .object();
+        out.push(Frame::raw(data));
+        self.nodes.clear();
+        self.blocks.clear();
+        self.calls.clear();
+        self.assistant_nodes.clear();
+    }
+
+    fn tool_calls(&mut self, kind: &str, calls: &[ToolCall], out: &mut Vec<Frame>) {
+        for call in calls {
+            let payload = Fields::new()
+                .put("call_id", &call.id)
+                .put("name", &call.name)
+                .put("arguments", &call.arguments);
+            self.frame(kind, payload, Node::Current, out);
+        }
+    }
+
+    fn simple(&mut self, kind: &str, payload: Fields, out: &mut Vec<Frame>) {
+        self.frame(kind, payload, Node::Current, out);
+    }
+}
+
+/// `{"kind": kind, key: value}`, in that order.
+fn kind_value(kind: &str, key: &str, value: &(impl Serialize + ?Sized)) -> String {
+    Fields::new().put("kind", kind).put(key, value).object()
+}
+
+impl Encoder for LoomEncoder {
+    fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
+        if self.run_start(event, out) {
+            return;
+        }
+        match event {
+            AgentEvent::SessionStart { .. } => {}
+            AgentEvent::SessionEnd { session_id, status, messages, .. } => {
+                self.session_id.get_or_insert_with(|| session_id.clone());
+                self.session_end(status.as_str(), messages, out);
+            }
+            AgentEvent::AwaitingToolExecution { session_id, tool_calls } => {
+                self.session_id.get_or_insert_with(|| session_id.clone());
+                let value = kind_value("awaiting_tool_execution", "tool_calls", tool_calls);
+                self.simple("custom", Fields::new().raw("value", &value), out);
+            }
+            AgentEvent::ApprovalRequired { session_id, tool_calls } => {
+                self.session_id.get_or_insert_with(|| session_id.clone());
+                self.tool_calls("tool_approval", tool_calls, out);
+            }
+            AgentEvent::NodeEnter { name, node_id } => {
+                self.nodes.push(OpenNode {
+                    name: name.clone(),
+                    node_id: node_id.clone(),
+                    delivered: Vec::new(),
+                });
+                self.simple("node_enter", Fields::new().put("id", name), out);
+            }
+            AgentEvent::NodeExit { name, node_id, error } => {
+                let delivered = match self.nodes.iter().rposition(|n| n.node_id == *node_id) {
+                    Some(i) => self.nodes.remove(i).delivered,
+                    None => Vec::new(),
+                };
+                let result = match error {
+                    None => json("Ok"),
+                    Some(e) => Fields::new().put("Err", e).object(),
+                };
+                let mut payload = Fields::new().put("id", name).raw("result", &result);
+                if !delivered.is_empty() {
+                    payload = payload.put("tool_results", &delivered);
+                }
+                self.frame("node_exit", payload, Node::Id(Some(node_id)), out);
+            }
+            AgentEvent::StepStart { .. }
+            | AgentEvent::StepEnd { .. }
+            | AgentEvent::MessageStart { .. } => {}
+            AgentEvent::MessageEnd { message } => match &**message {
+                Message::User(_) => {}
+                Message::Assistant(m) => {
+                    let u = &m.usage;
+                    let prompt = u.input + u.cache_read + u.cache_write;
+                    let completion = u.output;
+                    let payload = Fields::new()
+                        .put("prompt_tokens", &prompt)
+                        .put("completion_tokens", &completion)
+                        .put("total_tokens", &(prompt + completion));
+                    self.simple("usage", payload, out);
+                    self.assistant_nodes.push(self.nodes.last().map(|n| n.node_id.clone()));
+                }
+                Message::ToolResult(r) => self.tool_result(r, out),
+            },
+            AgentEvent::TextStart { index } => {
+                self.block(false, *index);
+            }
+            AgentEvent::TextDelta { index, delta } => self.delta(false, *index, delta, out),
+            AgentEvent::TextEnd { index, text } => self.block_end(false, *index, text, out),
+            AgentEvent::ThinkingStart { index } => {
+                self.block(true, *index);
+            }
+            AgentEvent::ThinkingDelta { index, delta } => self.delta(true, *index, delta, out),
+            AgentEvent::ThinkingEnd { index, thinking, .. } => {
+                self.block_end(true, *index, thinking, out);
+            }
+            AgentEvent::ToolcallStart { index, id, name } => {
+                self.calls.insert(*index, (id.clone(), name.clone()));
+                let payload =
+                    Fields::new().put("call_id", id).put("name", name).put("arguments_delta", "");
+                self.simple("tool_call_chunk", payload, out);
+            }
+            AgentEvent::ToolcallDelta { index, delta } => {
+                if delta.is_empty() {
+                    return;
+                }
+                let call = self.calls.get(index);
+                let payload = Fields::new()
+                    .put_opt("call_id", call.map(|c| c.0.as_str()))
+                    .put_opt("name", call.map(|c| c.1.as_str()))
+                    .put("arguments_delta", delta);
+                self.simple("tool_call_chunk", payload, out);
+            }
+            AgentEvent::ToolcallEnd { index, tool_call } => {
+                self.calls.remove(index);
+                self.tool_names.insert(tool_call.id.clone(), tool_call.name.clone());
+                self.tool_calls("tool_call", std::slice::from_ref(tool_call), out);
+            }
+            AgentEvent::ToolExecutionStart { tool_call_id, tool_name, .. } => {
+                self.tool_names.insert(tool_call_id.clone(), tool_name.clone());
+                let payload = Fields::new().put("call_id", tool_call_id).put("name", tool_name);
+                self.simple("tool_start", payload, out);
+            }
+            AgentEvent::ToolExecutionDelta { tool_call_id, delta } => {
+                if delta.is_empty() {
+                    return;
+                }
+                let name = self.tool_names.get(tool_call_id).map_or("", String::as_str);
+                let payload = Fields::new()
+                    .put("call_id", tool_call_id)
+                    .put("name", name)
+                    .put("content", delta);
+                self.simple("tool_output", payload, out);
+            }
+            AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, output, is_error, .. } => {
+                let payload = Fields::new()
+                    .put("call_id", tool_call_id)
+                    .put("name", tool_name)
+                    .put("result", output)
+                    .put("is_error", is_error);
+                self.simple("tool_end", payload, out);
+                self.executed.push(Executed {
+                    call_id: tool_call_id.clone(),
+                    output: output.clone(),
+                    is_error: *is_error,
+                });
+            }
+            AgentEvent::StateSnapshot { state } => {
+                self.simple("values", Fields::new().put("state", state), out);
+            }
+            AgentEvent::StateUpdate { name, state } => {
+                self.simple("updates", Fields::new().put("id", name).put("state", state), out);
+            }
+            AgentEvent::Checkpoint {
+                checkpoint_id,
+                thread_id,
+                checkpoint_ns,
+                step,
+                timestamp,
+                state,
+            } => {
+                let payload = Fields::new()
+                    .put("checkpoint_id", checkpoint_id)
+                    .put("timestamp", timestamp)
+                    .put("step", step)
+                    .put("state", state)
+                    .put("thread_id", thread_id)
+                    .put("checkpoint_ns", checkpoint_ns);
+                self.simple("checkpoint", payload, out);
+            }
+            AgentEvent::TotExpand { candidates } => {
+                self.simple("tot_expand", Fields::new().put("candidates", candidates), out);
+            }
+            AgentEvent::TotEvaluate { chosen, scores } => {
+                let payload = Fields::new().put("chosen", chosen).put("scores", scores);
+                self.simple("tot_evaluate", payload, out);
+            }
+            AgentEvent::TotBacktrack { reason, to_depth } => {
+                let payload = Fields::new().put("reason", reason).put("to_depth", to_depth);
+                self.simple("tot_backtrack", payload, out);
+            }
+            AgentEvent::GotPlan { node_count, edge_count, node_ids } => {
+                let payload = Fields::new()
+                    .put("node_count", node_count)
+                    .put("edge_count", edge_count)
+                    .put("node_ids", node_ids);
+                self.simple("got_plan", payload, out);
+            }
+            AgentEvent::GotNodeStart { id } => {
+                self.simple("got_node_start", Fields::new().put("id", id), out);
+            }
+            AgentEvent::GotNodeComplete { id, result_summary } => {
+                let payload = Fields::new().put("id", id).put("result_summary", result_summary);
+                self.simple("got_node_complete", payload, out);
+            }
+            AgentEvent::GotNodeFailed { id, error } => {
+                let payload = Fields::new().put("id", id).put("error", error);
+                self.simple("got_node_failed", payload, out);
+            }
+            AgentEvent::GotExpand { node_id, nodes_added, edges_added } => {
+                // Its payload has a `node_id` (the expanded graph node), which would collide with
+                // the envelope's: the frame goes without the envelope `node_id`.
+                let payload = Fields::new()
+                    .put("node_id", node_id)
+                    .put("nodes_added", nodes_added)
+                    .put("edges_added", edges_added);
+                self.frame("got_expand", payload, Node::Id(None), out);
+            }
+            AgentEvent::Custom { value } => {
+                self.simple("custom", Fields::new().put("value", value), out);
+            }
+            AgentEvent::Error { error, .. } => {
+                let value = kind_value("error", "error", error);
+                self.simple("custom", Fields::new().raw("value", &value), out);
+            }
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<Frame>) {
+        self.flush_run(None, out);
+    }
+}
