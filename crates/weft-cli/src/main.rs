@@ -26,6 +26,7 @@ use futures::{FutureExt, StreamExt};
 use weft_agent::{Agent, DEFAULT_MAX_TURNS, ExecuteResult, SessionOptions};
 use weft_core::{Input, SessionStatus, ToolCall};
 use weft_llm::faux::{FauxProvider, FauxScript};
+use weft_protocol::Protocol;
 
 use crate::render::{JsonLines, Renderer, Sink};
 
@@ -47,8 +48,8 @@ enum Command {
 const RUN_AFTER_HELP: &str = concat!(
     "Output: the model's text as it streams; thinking dimmed (on a terminal, unless NO_COLOR is \
      set) or prefixed with \"thinking: \"; each tool call as \"[tool] NAME ARGS\", its output \
-     indented, then \"[tool] NAME: ok\" or \"[tool] NAME: error\". With --json: every event as \
-     one JSON object per line, nothing else.\n\n",
+     indented, then \"[tool] NAME: ok\" or \"[tool] NAME: error\". With --json: the Loom stream \
+     protocol's NDJSON; with --protocol FORMAT: that wire format, one JSON object per line.\n\n",
     "Built-in tools (local, available to every run):\n",
     "  echo          {\"text\": string}: streams the text back word by word, then returns it\n",
     "  current_time  no arguments: the current UTC time in RFC 3339 (2025-01-31T12:00:00Z)\n",
@@ -87,10 +88,15 @@ struct RunArgs {
     #[arg(long, value_name = "ID")]
     model: Option<String>,
 
-    /// Write every event as one JSON object per line (the native canonical form) and nothing
-    /// else on stdout.
+    /// Write the run as the Loom stream protocol's NDJSON (one JSON object per line: envelope,
+    /// node runs, the reply frame last) and nothing else on stdout.
     #[arg(long)]
     json: bool,
+
+    /// Write the run in this wire format, one JSON object per line: native (the agent plan's
+    /// events), loom, loom-export, aceai, ag-ui or vercel. Implies JSON output.
+    #[arg(long, value_name = "FORMAT")]
+    protocol: Option<Protocol>,
 
     /// The most model calls the run may make.
     #[arg(
@@ -149,8 +155,9 @@ fn run_command(args: RunArgs) -> Result<(), Failure> {
         .build()
         .map_err(|e| Failure::run(format!("cannot start the async runtime: {e}")))?;
     let stdout = BufWriter::new(io::stdout());
-    let mut sink: Box<dyn Sink> = if args.json {
-        Box::new(JsonLines::new(stdout))
+    let protocol = args.protocol.or(args.json.then_some(Protocol::Loom));
+    let mut sink: Box<dyn Sink> = if let Some(protocol) = protocol {
+        Box::new(JsonLines::new(stdout, protocol))
     } else {
         Box::new(Renderer::new(stdout, use_color()))
     };

@@ -19,6 +19,8 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
+use weft_protocol::{Encoder, Frame, Protocol, framing};
+
 use weft_core::{AgentEvent, Message, ToolCall};
 
 const DIM: &str = "\x1b[2m";
@@ -45,23 +47,43 @@ pub(crate) trait Sink {
     fn flush(&mut self) -> io::Result<()>;
 }
 
-/// Each event as one line of JSON.
+/// Each event in a wire format, one JSON object per line.
 pub(crate) struct JsonLines<W: Write> {
     out: W,
+    encoder: Box<dyn Encoder>,
+    frames: Vec<Frame>,
+    line: String,
 }
 
 impl<W: Write> JsonLines<W> {
-    /// Writes to `out`.
-    pub(crate) fn new(out: W) -> Self {
-        Self { out }
+    /// Writes `protocol`'s frames to `out`.
+    pub(crate) fn new(out: W, protocol: Protocol) -> Self {
+        Self { out, encoder: protocol.encoder(), frames: Vec::new(), line: String::new() }
+    }
+
+    fn write_frames(&mut self) -> io::Result<()> {
+        for frame in self.frames.drain(..) {
+            // Terminal markers that are not JSON objects (the Vercel stream's `[DONE]`) belong
+            // to SSE framing; JSON lines carry objects only.
+            if frame.is_json() {
+                self.line.clear();
+                framing::write_ndjson(&frame, &mut self.line);
+                self.out.write_all(self.line.as_bytes())?;
+            }
+        }
+        Ok(())
     }
 }
 
 impl<W: Write> Sink for JsonLines<W> {
     fn event(&mut self, event: &AgentEvent) -> io::Result<()> {
-        // An IO failure inside serde_json comes back as the io::Error it was (broken pipe …).
-        serde_json::to_writer(&mut self.out, event)?;
-        self.out.write_all(b"\n")
+        self.encoder.encode(event, &mut self.frames);
+        self.write_frames()
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        self.encoder.finish(&mut self.frames);
+        self.write_frames()
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -524,15 +546,31 @@ mod tests {
     }
 
     #[test]
-    fn json_lines_are_the_canonical_events() {
-        let mut sink = JsonLines::new(Vec::new());
+    fn json_lines_are_the_protocols_frames_one_per_line() {
         let events = thinking_then_text();
+        let mut sink = JsonLines::new(Vec::new(), Protocol::Native);
         for e in &events {
             sink.event(e).unwrap();
         }
+        sink.finish().unwrap();
         let text = String::from_utf8(sink.out).unwrap();
-        let back: Vec<AgentEvent> =
-            text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-        assert_eq!(back, events);
+        let plan: Vec<&AgentEvent> = events.iter().filter(|e| e.is_plan_event()).collect();
+        let lines: Vec<&str> = text.lines().collect();
+        // `execute_complete` follows a `session_end`, when the stream has one.
+        let ends = events.iter().filter(|e| e.kind() == "session_end").count();
+        assert_eq!(lines.len(), plan.len() + ends, "{text}");
+        for (line, event) in lines.iter().zip(&plan) {
+            assert_eq!(serde_json::from_str::<AgentEvent>(line).unwrap(), **event);
+        }
+
+        // The Vercel stream's `[DONE]` marker is SSE framing: JSON lines carry objects only.
+        let mut sink = JsonLines::new(Vec::new(), Protocol::Vercel);
+        for e in &events {
+            sink.event(e).unwrap();
+        }
+        sink.finish().unwrap();
+        let text = String::from_utf8(sink.out).unwrap();
+        assert!(text.lines().all(|l| l.starts_with('{')), "{text}");
+        assert!(text.lines().last().unwrap().contains("\"finish\""), "{text}");
     }
 }

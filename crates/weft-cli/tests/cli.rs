@@ -10,8 +10,22 @@ use std::sync::mpsc;
 #[cfg(unix)]
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use weft_core::{AgentEvent, Message, SessionStatus};
+use weft_protocol::loom::LoomReceiver;
+use weft_protocol::native::{NativeMessage, decode_frame};
+
+/// `--protocol native` output: the events, and the final `execute_complete`'s status.
+fn native_events(out: &str) -> (Vec<AgentEvent>, Option<SessionStatus>) {
+    let (mut events, mut status) = (Vec::new(), None);
+    for line in out.lines() {
+        match decode_frame(line).unwrap_or_else(|e| panic!("{e}: {line}")) {
+            NativeMessage::Event(e) => events.push(e),
+            NativeMessage::Complete { status: s, .. } => status = Some(s),
+        }
+    }
+    (events, status)
+}
 
 /// A faux script in a file of its own, removed when dropped.
 struct Script(PathBuf);
@@ -129,15 +143,24 @@ fn unknown_tools_get_an_error_result_and_current_time_answers() {
 }
 
 #[test]
-fn json_prints_every_event_and_nothing_else() {
+fn native_protocol_prints_the_plans_events_and_nothing_else() {
     let script = echo_script("json");
-    let o = run(&["run", "Echo please", "--json", "--script", script.path(), "--model", "m-1"]);
+    let o = run(&[
+        "run",
+        "Echo please",
+        "--protocol",
+        "native",
+        "--script",
+        script.path(),
+        "--model",
+        "m-1",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
-    let events: Vec<AgentEvent> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
+    let (events, complete) = native_events(&out);
+    assert_eq!(complete, Some(SessionStatus::Completed), "execute_complete comes last");
+    assert!(out.lines().last().unwrap().contains("\"execute_complete\""));
+    assert!(events.iter().all(AgentEvent::is_plan_event));
     assert_eq!(events.first().map(AgentEvent::kind), Some("session_start"));
     let Some(AgentEvent::SessionEnd { status, messages, .. }) = events.last() else {
         panic!("last event is not session_end: {:?}", events.last())
@@ -184,11 +207,11 @@ fn json_prints_every_event_and_nothing_else() {
 #[test]
 fn model_defaults_to_faux() {
     let script = Script::new("model", &json!({"turns": [{"text": "ok"}]}));
-    let o = run(&["run", "Hi", "--json", "--script", script.path()]);
-    let out = stdout(&o);
-    let models: Vec<String> = out
-        .lines()
-        .filter_map(|l| match serde_json::from_str(l).unwrap() {
+    let o = run(&["run", "Hi", "--protocol", "native", "--script", script.path()]);
+    let (events, _) = native_events(&stdout(&o));
+    let models: Vec<String> = events
+        .into_iter()
+        .filter_map(|e| match e {
             AgentEvent::MessageEnd { message } => match *message {
                 Message::Assistant(m) => Some(m.model),
                 _ => None,
@@ -206,15 +229,12 @@ fn a_failed_model_call_exits_1_with_its_reason() {
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(one_stderr_line(&o), "weft: the model call failed: overloaded");
 
-    // Also with --json, where stdout still ends with the run's last event.
+    // Also with --json, where stdout still ends with the run's reply frame.
     let o = run(&["run", "Hi", "--json", "--script", script.path()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(one_stderr_line(&o).contains("overloaded"));
-    let last: AgentEvent = serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
-    assert!(
-        matches!(last, AgentEvent::SessionEnd { status: SessionStatus::Error, .. }),
-        "{last:?}"
-    );
+    let last: Value = serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
+    assert_eq!((&last["reply"], &last["status"]), (&json!(""), &json!("error")), "{last}");
 }
 
 #[test]
@@ -373,7 +393,7 @@ fn ctrl_c_aborts_the_run_keeps_what_streamed_and_exits_130() {
 
 #[cfg(unix)]
 #[test]
-fn ctrl_c_in_json_mode_still_ends_with_session_end() {
+fn ctrl_c_in_json_mode_still_ends_with_the_reply() {
     let script = Script::new("stall-json", &json!({"turns": [{"text": "partial", "stall": true}]}));
     let mut child = weft(&["run", "Hi", "--json", "--script", script.path()])
         .stdout(Stdio::piped())
@@ -381,16 +401,84 @@ fn ctrl_c_in_json_mode_still_ends_with_session_end() {
         .spawn()
         .unwrap();
     let rx = read_stdout(&mut child);
-    let mut out = wait_for(&mut child, &rx, "\"text_delta\"");
+    let mut out = wait_for(&mut child, &rx, "\"message_chunk\"");
     interrupt(&child);
     let status = child.wait().unwrap();
     while let Ok(chunk) = rx.recv_timeout(Duration::from_secs(5)) {
         out.push_str(&String::from_utf8(chunk).unwrap());
     }
     assert_eq!(status.code(), Some(130));
-    let last: AgentEvent = serde_json::from_str(out.lines().last().unwrap()).unwrap();
-    let AgentEvent::SessionEnd { status, messages, .. } = last else { panic!("{last:?}") };
-    assert_eq!(status, SessionStatus::Aborted);
-    let Some(Message::Assistant(m)) = messages.last() else { panic!("no partial message") };
-    assert_eq!(m.text(), "partial");
+    let last: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!((&last["reply"], &last["status"]), (&json!("partial"), &json!("aborted")), "{last}");
+}
+
+#[test]
+fn json_is_the_loom_stream_protocol_read_by_the_receiver() {
+    // A text run.
+    let script =
+        Script::new("loom-text", &json!({"turns": [{"thinking": "Hm.", "text": "Hello!"}]}));
+    let o = run(&["run", "Hi", "--json", "--script", script.path()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut receiver = LoomReceiver::new();
+    receiver.push_text(&stdout(&o));
+    let transcript = receiver.finish();
+    assert!(transcript.errors.is_empty(), "{:?}", transcript.errors);
+    assert_eq!(transcript.sessions.len(), 1);
+    let loom_run = &transcript.sessions[0].runs[0];
+    assert_eq!(loom_run.message.as_deref(), Some("Hi"));
+    assert_eq!(loom_run.reply.as_ref().map(|r| r.text.as_str()), Some("Hello!"));
+    let think = &loom_run.node_runs[0];
+    assert_eq!(
+        (think.name.as_deref(), think.text.as_str(), think.thought.as_str()),
+        (Some("think"), "Hello!", "Hm.")
+    );
+
+    // A tool run: echo streams its output, then the model answers.
+    let script = echo_script("loom-tool");
+    let o = run(&["run", "Echo please", "--json", "--script", script.path()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut receiver = LoomReceiver::new();
+    receiver.push_text(&stdout(&o));
+    let transcript = receiver.finish();
+    assert!(transcript.errors.is_empty(), "{:?}", transcript.errors);
+    let loom_run = &transcript.sessions[0].runs[0];
+    let names: Vec<_> =
+        loom_run.node_runs.iter().map(|n| n.name.as_deref().unwrap_or("")).collect();
+    assert_eq!(names, ["think", "act", "observe", "think"]);
+    let call = &loom_run.node_runs[0].tool_calls[0];
+    assert_eq!(
+        (call.name.as_deref(), &call.arguments),
+        (Some("echo"), &json!({"text": "hello brave new world"}))
+    );
+    let act = &loom_run.node_runs[1];
+    let output: String = act.tool_outputs.iter().map(|o| o.content.as_str()).collect();
+    assert_eq!(output, "hello brave new world");
+    assert_eq!(act.tool_ends[0].result, "hello brave new world");
+    assert_eq!(
+        loom_run.reply.as_ref().map(|r| r.text.as_str()),
+        Some("It said hello brave new world.")
+    );
+    // The whole stream also decodes to the transcript the run's events give.
+    let session = &transcript.sessions[0];
+    let t = session.transcript().unwrap();
+    assert_eq!(t.texts.last().map(String::as_str), Some("It said hello brave new world."));
+    assert_eq!(t.status, Some(SessionStatus::Completed));
+}
+
+#[test]
+fn every_protocol_prints_json_lines() {
+    let script = echo_script("protocols");
+    for protocol in ["native", "loom", "loom-export", "aceai", "ag-ui", "vercel"] {
+        let o = run(&["run", "Echo please", "--protocol", protocol, "--script", script.path()]);
+        assert_eq!(o.status.code(), Some(0), "{protocol}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.lines().count() > 10, "{protocol}: {out}");
+        for line in out.lines() {
+            let v: Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{protocol}: {e}: {line}"));
+            assert!(v.is_object(), "{protocol}: {line}");
+        }
+    }
+    let o = run(&["run", "Hi", "--protocol", "sse", "--script", script.path()]);
+    assert_eq!(o.status.code(), Some(2));
 }
