@@ -107,12 +107,14 @@
 mod encode;
 mod export;
 mod receiver;
+mod records;
 #[cfg(test)]
 mod tests;
 
 pub use encode::LoomEncoder;
-pub use receiver::{
+pub use receiver::{LoomReceiver, decode};
+pub use records::{
     LoomBlock, LoomCustom, LoomDecodeError, LoomEvent, LoomLineError, LoomNodeResult, LoomNodeRun,
-    LoomReceiver, LoomReply, LoomRun, LoomSession, LoomToolApproval, LoomToolCall, LoomToolEnd,
-    LoomToolOutput, LoomToolStart, LoomTranscript, LoomUsage, decode,
+    LoomReply, LoomRun, LoomSession, LoomToolApproval, LoomToolCall, LoomToolEnd, LoomToolOutput,
+    LoomToolStart, LoomTranscript, LoomUsage,
 };

@@ -1,0 +1,571 @@
+#![allow(clippy::unwrap_used)]
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde_json::{Value, json};
+use weft_core::{AgentEvent, SessionStatus, StopReason};
+
+use super::{DONE, HEADER, VercelEncoder};
+use crate::agui::fixtures::{Block, Script, real_weather_run, texts};
+use crate::{Encoder, Frame};
+
+fn encode_with(encoder: &mut VercelEncoder, events: &[AgentEvent]) -> Vec<Frame> {
+    let mut out = Vec::new();
+    for event in events {
+        encoder.encode(event, &mut out);
+    }
+    encoder.finish(&mut out);
+    out
+}
+
+fn encode(events: &[AgentEvent]) -> Vec<Frame> {
+    encode_with(&mut VercelEncoder::new(), events)
+}
+
+fn lines(frames: &[Frame]) -> Vec<&str> {
+    frames.iter().map(|f| f.data.as_str()).collect()
+}
+
+fn parts(frames: &[Frame]) -> Vec<Value> {
+    frames.iter().filter(|f| f.is_json()).map(|f| serde_json::from_str(&f.data).unwrap()).collect()
+}
+
+fn of_type<'a>(parts: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    parts.iter().filter(|p| p["type"] == kind).collect()
+}
+
+/// (required fields, optional fields) of each chunk type, from AI SDK 6's strict
+/// `uiMessageChunkSchema`.
+fn schema(kind: &str) -> (&'static [&'static str], &'static [&'static str]) {
+    match kind {
+        "start" => (&[], &["messageId", "messageMetadata"]),
+        "finish" => (&[], &["finishReason", "messageMetadata"]),
+        "start-step" | "finish-step" | "abort" => (&[], &[]),
+        "text-start" | "text-end" | "reasoning-start" | "reasoning-end" => {
+            (&["id"], &["providerMetadata"])
+        }
+        "text-delta" | "reasoning-delta" => (&["id", "delta"], &["providerMetadata"]),
+        "error" => (&["errorText"], &[]),
+        "tool-input-start" => {
+            (&["toolCallId", "toolName"], &["providerExecuted", "dynamic", "title"])
+        }
+        "tool-input-delta" => (&["toolCallId", "inputTextDelta"], &[]),
+        "tool-input-available" => (
+            &["toolCallId", "toolName", "input"],
+            &["providerExecuted", "providerMetadata", "dynamic", "title"],
+        ),
+        "tool-approval-request" => (&["approvalId", "toolCallId"], &[]),
+        "tool-output-available" => {
+            (&["toolCallId", "output"], &["providerExecuted", "dynamic", "preliminary"])
+        }
+        "tool-output-error" => (&["toolCallId", "errorText"], &["providerExecuted", "dynamic"]),
+        k if k.starts_with("data-") => (&["data"], &["id", "transient"]),
+        other => panic!("not a UI message chunk type: {other}"),
+    }
+}
+
+/// What a UI message stream says, after checking it the way `useChat` reads it.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Text parts: (id, concatenated deltas), in start order.
+    texts: Vec<(String, String)>,
+    /// Reasoning parts' text, in start order.
+    reasoning: Vec<String>,
+    /// Streamed tool input text by call id.
+    input_text: BTreeMap<String, String>,
+    /// `tool-input-available` inputs by call id.
+    inputs: BTreeMap<String, Value>,
+    /// Outputs by call id: `output`, or `{"error": errorText}`.
+    outputs: BTreeMap<String, Value>,
+    /// The `finish` parts.
+    finishes: Vec<Value>,
+}
+
+/// Checks a stream: only schema fields; `start` first and each message closed by `finish`;
+/// `[DONE]` once, last; steps neither nested nor left open; text and reasoning deltas only
+/// between their `*-start` and `*-end`, ids never reused, nothing open at `finish-step` or
+/// `finish`; tool input deltas only for started calls; outputs and approvals only for calls
+/// the client knows (streamed here, or `known` from an earlier response).
+fn check(frames: &[Frame], known: &[&str]) -> Seen {
+    let mut seen = Seen::default();
+    assert_eq!(frames.last().map(|f| f.data.as_str()), Some(DONE), "the stream ends with [DONE]");
+    assert_eq!(frames.iter().filter(|f| !f.is_json()).count(), 1, "one terminator");
+    let mut in_message = false;
+    let mut step_open = false;
+    let mut open: BTreeMap<String, String> = BTreeMap::new();
+    let mut ids: HashSet<String> = HashSet::new();
+    let mut calls: HashSet<String> = known.iter().map(|s| s.to_string()).collect();
+    let mut streaming_calls: HashSet<String> = HashSet::new();
+    let mut reasoning_at: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, frame) in frames[..frames.len() - 1].iter().enumerate() {
+        let v: Value = serde_json::from_str(&frame.data).unwrap();
+        let kind = v["type"].as_str().unwrap();
+        let (required, optional) = schema(kind);
+        for key in v.as_object().unwrap().keys() {
+            assert!(
+                key == "type"
+                    || required.contains(&key.as_str())
+                    || optional.contains(&key.as_str()),
+                "{kind} has a field the strict schema rejects: {key}"
+            );
+        }
+        for key in required {
+            assert!(v.get(*key).is_some(), "{kind} lacks {key}");
+        }
+        let id = |field: &str| v[field].as_str().unwrap().to_string();
+        if kind == "start" {
+            assert!(!in_message, "start at {i} inside a message");
+            in_message = true;
+            continue;
+        }
+        assert!(in_message, "{kind} at {i} outside start … finish");
+        match kind {
+            "finish" => {
+                assert!(!step_open, "finish with a step open");
+                assert!(open.is_empty(), "finish with parts open: {open:?}");
+                let reason = v["finishReason"].as_str().unwrap();
+                assert!(
+                    ["stop", "length", "content-filter", "tool-calls", "error", "other", "unknown"]
+                        .contains(&reason)
+                );
+                in_message = false;
+                seen.finishes.push(v.clone());
+            }
+            "start-step" => {
+                assert!(!step_open, "start-step at {i} inside a step");
+                step_open = true;
+            }
+            "finish-step" => {
+                assert!(step_open, "finish-step at {i} without a step");
+                assert!(open.is_empty(), "finish-step with parts open: {open:?}");
+                step_open = false;
+            }
+            "text-start" | "reasoning-start" => {
+                let id = id("id");
+                assert!(step_open, "{kind} outside a step");
+                assert!(ids.insert(id.clone()), "part id {id} reused");
+                open.insert(id.clone(), kind.to_string());
+                if kind == "text-start" {
+                    seen.texts.push((id, String::new()));
+                } else {
+                    reasoning_at.insert(id, seen.reasoning.len());
+                    seen.reasoning.push(String::new());
+                }
+            }
+            "text-delta" | "reasoning-delta" => {
+                let id = id("id");
+                let started = if kind == "text-delta" { "text-start" } else { "reasoning-start" };
+                assert_eq!(
+                    open.get(&id).map(String::as_str),
+                    Some(started),
+                    "{kind} for a part not open: {id}"
+                );
+                let delta = v["delta"].as_str().unwrap();
+                assert!(!delta.is_empty());
+                if kind == "text-delta" {
+                    seen.texts.iter_mut().find(|(t, _)| *t == id).unwrap().1.push_str(delta);
+                } else {
+                    seen.reasoning[reasoning_at[&id]].push_str(delta);
+                }
+            }
+            "text-end" | "reasoning-end" => {
+                let id = id("id");
+                assert!(open.remove(&id).is_some(), "{kind} for a part not open: {id}");
+            }
+            "tool-input-start" => {
+                let id = id("toolCallId");
+                assert!(calls.insert(id.clone()), "call {id} started twice");
+                streaming_calls.insert(id.clone());
+                seen.input_text.insert(id, String::new());
+            }
+            "tool-input-delta" => {
+                let id = id("toolCallId");
+                assert!(streaming_calls.contains(&id), "input delta for a call not started");
+                seen.input_text
+                    .get_mut(&id)
+                    .unwrap()
+                    .push_str(v["inputTextDelta"].as_str().unwrap());
+            }
+            "tool-input-available" => {
+                let id = id("toolCallId");
+                streaming_calls.remove(&id);
+                calls.insert(id.clone());
+                seen.inputs.insert(id, v["input"].clone());
+            }
+            "tool-output-available" | "tool-output-error" | "tool-approval-request" => {
+                let id = id("toolCallId");
+                assert!(calls.contains(&id), "{kind} for a call the client does not know: {id}");
+                if kind == "tool-output-available" {
+                    seen.outputs.insert(id, v["output"].clone());
+                } else if kind == "tool-output-error" {
+                    seen.outputs.insert(id, json!({ "error": v["errorText"] }));
+                }
+            }
+            "error" | "abort" => {}
+            data => assert!(data.starts_with("data-")),
+        }
+    }
+    assert!(!in_message, "the stream ended inside a message");
+    seen
+}
+
+fn weather(run: &str) -> Vec<AgentEvent> {
+    Script::new("s1", run, 0)
+        .user("What's the weather in Paris?")
+        .model(
+            &[
+                Block::Think("Use the tools.", None),
+                Block::Text("Let me look."),
+                Block::Call("c1", "echo", json!({"text": "Paris"})),
+                Block::Call("c2", "clock", json!({})),
+            ],
+            StopReason::ToolUse,
+        )
+        .act(&[("c1", "echo", &["Par", "is"], false), ("c2", "clock", &["12:00"], false)])
+        .observe(&[("c1", "echo", "Paris", false), ("c2", "clock", "12:00", false)])
+        .model(&[Block::Text("It is sunny in Paris.")], StopReason::Stop)
+        .step_end()
+        .end(SessionStatus::Completed)
+}
+
+#[test]
+fn the_header_is_v1() {
+    assert_eq!(HEADER, ("x-vercel-ai-ui-message-stream", "v1"));
+}
+
+#[test]
+fn a_text_answer_gives_exact_frames() {
+    let events = Script::new("s1", "r1", 0)
+        .user("hi")
+        .model(&[Block::Text("Hello")], StopReason::Stop)
+        .step_end()
+        .end(SessionStatus::Completed);
+    let frames = encode(&events);
+    assert_eq!(
+        lines(&frames),
+        [
+            r#"{"type":"start","messageId":"r1"}"#,
+            r#"{"type":"start-step"}"#,
+            r#"{"type":"text-start","id":"r1-0-0"}"#,
+            r#"{"type":"text-delta","id":"r1-0-0","delta":"Hell"}"#,
+            r#"{"type":"text-delta","id":"r1-0-0","delta":"o"}"#,
+            r#"{"type":"text-end","id":"r1-0-0"}"#,
+            r#"{"type":"finish-step"}"#,
+            r#"{"type":"finish","finishReason":"stop"}"#,
+            "[DONE]",
+        ]
+    );
+    check(&frames, &[]);
+}
+
+#[test]
+fn thinking_then_text_gives_exact_frames() {
+    let events = Script::new("s1", "r1", 3)
+        .user("hi")
+        .model(&[Block::Think("Hmm.", Some("sig-1")), Block::Text("Hi")], StopReason::Stop)
+        .step_end()
+        .end(SessionStatus::Completed);
+    let frames = encode(&events);
+    assert_eq!(
+        lines(&frames)[1..9],
+        [
+            r#"{"type":"start-step"}"#,
+            r#"{"type":"reasoning-start","id":"r1-3-0"}"#,
+            r#"{"type":"reasoning-delta","id":"r1-3-0","delta":"Hmm."}"#,
+            r#"{"type":"reasoning-end","id":"r1-3-0","providerMetadata":{"weft":{"signature":"sig-1"}}}"#,
+            r#"{"type":"text-start","id":"r1-3-1"}"#,
+            r#"{"type":"text-delta","id":"r1-3-1","delta":"Hi"}"#,
+            r#"{"type":"text-end","id":"r1-3-1"}"#,
+            r#"{"type":"finish-step"}"#,
+        ]
+    );
+    let seen = check(&frames, &[]);
+    assert_eq!(seen.reasoning, ["Hmm."]);
+}
+
+#[test]
+fn tool_calls_stream_their_input_output_and_results_inside_the_step() {
+    let events = weather("r1");
+    let frames = encode(&events);
+    let seen = check(&frames, &[]);
+    let p = parts(&frames);
+
+    let contents: Vec<String> = seen.texts.iter().map(|(_, t)| t.clone()).collect();
+    assert_eq!(contents, texts(&events));
+    assert_eq!(seen.reasoning, ["Use the tools."]);
+    assert_eq!(
+        *of_type(&p, "tool-input-start")[0],
+        json!({"type": "tool-input-start", "toolCallId": "c1", "toolName": "echo"})
+    );
+    assert_eq!(seen.input_text["c1"], r#"{"text":"Paris"}"#);
+    assert!(of_type(&p, "tool-input-delta").len() > 2, "input is streamed in pieces");
+    assert_eq!(
+        *of_type(&p, "tool-input-available")[0],
+        json!({"type": "tool-input-available", "toolCallId": "c1", "toolName": "echo",
+               "input": {"text": "Paris"}})
+    );
+    assert_eq!(seen.inputs["c2"], json!({}));
+
+    // Local output streams as transient data parts, then the outputs.
+    let data = of_type(&p, "data-tool-output");
+    assert!(data.iter().all(|d| d["transient"] == true));
+    let streamed: String = data
+        .iter()
+        .filter(|d| d["data"]["toolCallId"] == "c1")
+        .map(|d| d["data"]["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(streamed, "Paris");
+    assert_eq!(seen.outputs["c1"], "Paris");
+    assert_eq!(seen.outputs["c2"], "12:00");
+
+    // The outputs belong to the first step, before the second model call's step.
+    let kinds: Vec<&str> = p.iter().map(|v| v["type"].as_str().unwrap()).collect();
+    let last_output = kinds.iter().rposition(|k| *k == "tool-output-available").unwrap();
+    let second_step =
+        kinds.iter().enumerate().filter(|(_, k)| **k == "start-step").nth(1).unwrap().0;
+    assert!(last_output < second_step);
+    assert_eq!(kinds.iter().filter(|k| **k == "finish-step").count(), 2);
+    assert_eq!(seen.finishes, [json!({"type": "finish", "finishReason": "stop"})]);
+}
+
+#[test]
+fn a_remote_suspension_leaves_the_tool_part_waiting_and_the_resume_continues_the_message() {
+    let run1 = Script::new("s1", "r1", 0)
+        .user("Read the headline")
+        .model(
+            &[Block::Text("Reading."), Block::Call("c1", "read_page", json!({"selector": "h1"}))],
+            StopReason::ToolUse,
+        )
+        .awaiting(&[("c1", "read_page", json!({"selector": "h1"}))])
+        .end(SessionStatus::AwaitingToolExecution);
+    let frames = encode(&run1);
+    let seen = check(&frames, &[]);
+    assert_eq!(seen.inputs["c1"], json!({"selector": "h1"}));
+    assert!(seen.outputs.is_empty(), "the client runs the call");
+    assert_eq!(
+        lines(&frames)[frames.len() - 4..],
+        [
+            r#"{"type":"tool-input-available","toolCallId":"c1","toolName":"read_page","input":{"selector":"h1"}}"#,
+            r#"{"type":"finish-step"}"#,
+            r#"{"type":"finish","finishReason":"tool-calls"}"#,
+            "[DONE]",
+        ]
+    );
+
+    // The next request (the client's result) continues the same assistant message.
+    let run2 = Script::new("s1", "r2", 1)
+        .observe(&[("c1", "read_page", "Weft 0.1", false)])
+        .model(&[Block::Text("The headline is Weft 0.1.")], StopReason::Stop)
+        .step_end()
+        .end(SessionStatus::Completed);
+    let frames = encode(&run2);
+    assert_eq!(
+        lines(&frames)[..2],
+        [
+            r#"{"type":"start"}"#,
+            r#"{"type":"tool-output-available","toolCallId":"c1","output":"Weft 0.1"}"#
+        ]
+    );
+    let seen = check(&frames, &["c1"]);
+    assert_eq!(seen.texts, [("r2-1-0".to_string(), "The headline is Weft 0.1.".to_string())]);
+
+    // The server can name the message explicitly.
+    let frames = encode_with(&mut VercelEncoder::new().with_message_id("msg-7"), &run2);
+    assert_eq!(frames[0].data, r#"{"type":"start","messageId":"msg-7"}"#);
+}
+
+#[test]
+fn an_approval_request_names_the_call_and_a_denial_is_an_output_error() {
+    let run1 = Script::new("s1", "r1", 0)
+        .user("Send it")
+        .model(&[Block::Call("c1", "send_email", json!({"to": "a@b.c"}))], StopReason::ToolUse)
+        .approval(&[("c1", "send_email", json!({"to": "a@b.c"}))])
+        .end(SessionStatus::AwaitingApproval);
+    let frames = encode(&run1);
+    check(&frames, &[]);
+    assert_eq!(
+        lines(&frames)[frames.len() - 5..],
+        [
+            r#"{"type":"tool-input-available","toolCallId":"c1","toolName":"send_email","input":{"to":"a@b.c"}}"#,
+            r#"{"type":"tool-approval-request","approvalId":"c1","toolCallId":"c1"}"#,
+            r#"{"type":"finish-step"}"#,
+            r#"{"type":"finish","finishReason":"tool-calls"}"#,
+            "[DONE]",
+        ]
+    );
+
+    let run2 = Script::new("s1", "r2", 1)
+        .observe(&[("c1", "send_email", "Tool call denied by the user: no", true)])
+        .model(&[Block::Text("Understood.")], StopReason::Stop)
+        .step_end()
+        .end(SessionStatus::Completed);
+    let seen = check(&encode(&run2), &["c1"]);
+    assert_eq!(seen.outputs["c1"], json!({"error": "Tool call denied by the user: no"}));
+}
+
+#[test]
+fn a_provider_error_is_reported_once_and_the_stream_still_ends_properly() {
+    let events = Script::new("s1", "r1", 0)
+        .user("hi")
+        .model(
+            &[Block::Text("Partial answ"), Block::Call("c1", "echo", json!({"t": 1}))],
+            StopReason::Error,
+        )
+        .end(SessionStatus::Error);
+    let frames = encode(&events);
+    let seen = check(&frames, &[]);
+    assert_eq!(seen.texts[0].1, "Partial answ", "the partial text is kept");
+    assert_eq!(
+        seen.outputs["c1"],
+        json!({"error": "The tool call was not run: the model call failed (upstream 500)"})
+    );
+    let p = parts(&frames);
+    assert_eq!(of_type(&p, "error"), [&json!({"type": "error", "errorText": "upstream 500"})]);
+    assert_eq!(
+        lines(&frames)[frames.len() - 3..],
+        [r#"{"type":"finish-step"}"#, r#"{"type":"finish","finishReason":"error"}"#, "[DONE]"]
+    );
+}
+
+#[test]
+fn an_abort_is_an_abort_part_not_an_error() {
+    let events = Script::new("s1", "r1", 0)
+        .user("hi")
+        .model(&[Block::Text("Thinking about")], StopReason::Aborted)
+        .end(SessionStatus::Aborted);
+    let frames = encode(&events);
+    check(&frames, &[]);
+    assert!(of_type(&parts(&frames), "error").is_empty());
+    assert_eq!(
+        lines(&frames)[frames.len() - 5..],
+        [
+            r#"{"type":"text-end","id":"r1-0-0"}"#,
+            r#"{"type":"finish-step"}"#,
+            r#"{"type":"abort"}"#,
+            r#"{"type":"finish","finishReason":"other"}"#,
+            "[DONE]",
+        ]
+    );
+}
+
+#[test]
+fn a_multi_step_run_balances_its_steps_and_keeps_texts_whole() {
+    let mut script = Script::new("s1", "r1", 0).user("Count to three");
+    for (i, word) in ["one", "two", "three"].iter().enumerate() {
+        let id = format!("c{i}");
+        script = script
+            .model(
+                &[
+                    Block::Text(&format!("Saying {word}, a longer text than four characters.")),
+                    Block::Call(&id, "say", json!({ "word": word })),
+                ],
+                StopReason::ToolUse,
+            )
+            .act(&[(&id, "say", &[word], false)])
+            .observe(&[(&id, "say", word, false)]);
+    }
+    let events = script
+        .model(&[Block::Text("Done.")], StopReason::Stop)
+        .step_end()
+        .end(SessionStatus::Completed);
+    let frames = encode(&events);
+    let seen = check(&frames, &[]);
+    let ids: Vec<&str> = seen.texts.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["r1-0-0", "r1-1-0", "r1-2-0", "r1-3-0"]);
+    let contents: Vec<String> = seen.texts.iter().map(|(_, t)| t.clone()).collect();
+    assert_eq!(contents, texts(&events));
+    assert_eq!(seen.outputs.len(), 3);
+    assert_eq!(of_type(&parts(&frames), "start-step").len(), 4);
+}
+
+#[test]
+fn a_recorded_run_keeps_every_rule() {
+    let events = real_weather_run();
+    let frames = encode(&events);
+    let seen = check(&frames, &[]);
+    let contents: Vec<String> = seen.texts.iter().map(|(_, t)| t.clone()).collect();
+    assert_eq!(contents, texts(&events));
+    assert_eq!(seen.reasoning, ["The user wants the weather."]);
+    assert_eq!(seen.input_text["call_0_0"], r#"{"text":"Paris: sunny"}"#);
+    assert_eq!(seen.outputs["call_0_1"], "2026-11-22T00:09:02Z");
+    assert_eq!(
+        frames[0].data,
+        r#"{"type":"start","messageId":"d1d1f092-f35a-47b4-8010-888be12201dc"}"#
+    );
+}
+
+#[test]
+fn a_stream_cut_inside_a_run_is_closed_by_finish() {
+    let mut events = Script::new("s1", "r1", 0).user("hi").events;
+    events.push(AgentEvent::MessageStart { role: weft_core::Role::Assistant });
+    events.push(AgentEvent::TextStart { index: 0 });
+    events.push(AgentEvent::TextDelta { index: 0, delta: "Hal".into() });
+    let mut encoder = VercelEncoder::new();
+    let mut frames = encode_with(&mut encoder, &events);
+    encoder.finish(&mut frames);
+    check(&frames, &[]);
+    assert_eq!(
+        lines(&frames)[frames.len() - 5..],
+        [
+            r#"{"type":"text-end","id":"r1-m0-0"}"#,
+            r#"{"type":"finish-step"}"#,
+            r#"{"type":"error","errorText":"the event stream ended before the run finished"}"#,
+            r#"{"type":"finish","finishReason":"error"}"#,
+            "[DONE]",
+        ]
+    );
+
+    // Taken up mid-run, without `session_start`: still one well-formed message.
+    let frames = encode(&[
+        AgentEvent::TextDelta { index: 0, delta: "lo".into() },
+        AgentEvent::TextEnd { index: 0, text: "Hallo".into() },
+    ]);
+    check(&frames, &[]);
+    assert_eq!(frames[0].data, r#"{"type":"start"}"#);
+}
+
+#[test]
+fn state_and_progress_events_become_data_parts() {
+    let events = Script::new("s1", "r1", 0)
+        .user("plan")
+        .event(AgentEvent::StateSnapshot { state: json!({"n": 1}) })
+        .event(AgentEvent::StateUpdate { name: "plan".into(), state: json!({"n": 2}) })
+        .event(AgentEvent::TotEvaluate { chosen: 1, scores: vec![0.5, 0.75] })
+        .event(AgentEvent::Checkpoint {
+            checkpoint_id: "k1".into(),
+            thread_id: "s1".into(),
+            checkpoint_ns: "".into(),
+            step: 0,
+            timestamp: 5,
+            state: json!({}),
+        })
+        .event(AgentEvent::Custom { value: json!({"kind": "ping"}) })
+        .end(SessionStatus::Completed);
+    let frames = encode(&events);
+    check(&frames, &[]);
+    let p = parts(&frames);
+    assert_eq!(
+        p[1..6],
+        [
+            json!({"type": "data-state", "id": "state", "data": {"n": 1}}),
+            json!({"type": "data-state", "id": "state", "data": {"n": 2}}),
+            json!({"type": "data-tot_evaluate", "data": {"chosen": 1, "scores": [0.5, 0.75]}}),
+            json!({"type": "data-checkpoint", "transient": true, "data": {
+                "checkpointId": "k1", "threadId": "s1", "checkpointNs": "", "step": 0,
+                "timestamp": 5, "state": {}}}),
+            json!({"type": "data-custom", "data": {"kind": "ping"}}),
+        ]
+    );
+}
+
+#[test]
+fn done_is_sent_once() {
+    let mut encoder = VercelEncoder::new();
+    let mut out =
+        encode_with(&mut encoder, &Script::new("s1", "r1", 0).end(SessionStatus::Completed));
+    encoder.finish(&mut out);
+    assert_eq!(
+        lines(&out),
+        [r#"{"type":"start"}"#, r#"{"type":"finish","finishReason":"stop"}"#, "[DONE]"]
+    );
+}
