@@ -24,9 +24,12 @@
 //! # });
 //! ```
 
+pub mod dialect;
 pub mod faux;
+pub mod http;
 pub mod partial_json;
 mod provider;
+pub mod sse;
 mod stream;
 
 pub use provider::{ContentDelta, ModelRequest, Provider, ProviderEvent};
