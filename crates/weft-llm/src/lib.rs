@@ -27,8 +27,11 @@
 pub mod dialect;
 pub mod faux;
 pub mod http;
+pub mod models;
 pub mod partial_json;
 mod provider;
+pub mod providers;
+pub mod replay;
 pub mod sse;
 mod stream;
 

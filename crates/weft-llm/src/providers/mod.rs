@@ -1,0 +1,48 @@
+//! Real providers: one adapter per streaming dialect.
+//!
+//! | name | dialect | module |
+//! | --- | --- | --- |
+//! | `openai` | OpenAI Chat Completions (and OpenAI-compatible servers) | [`openai_chat`] |
+//! | `openai-responses` | OpenAI Responses | [`openai_responses`] |
+//! | `anthropic` | Anthropic Messages | [`anthropic`] |
+//! | `gemini` | Google Gemini `streamGenerateContent` | [`gemini`] |
+//!
+//! Each adapter builds its request from a [`ModelRequest`](crate::ModelRequest) (replaying a
+//! history made by any provider, see [`crate::replay`]), sends it with
+//! [`http::sse_call`](crate::http::sse_call), and decodes the stream with its
+//! [`SseDecoder`](crate::dialect::SseDecoder).
+
+use std::sync::Arc;
+
+use crate::models::ModelRegistry;
+
+pub mod anthropic;
+pub mod gemini;
+pub mod openai_chat;
+pub mod openai_responses;
+
+/// What every adapter is configured with.
+#[derive(Clone)]
+pub struct ProviderSettings {
+    /// The API key (sent in a header, never printed).
+    pub api_key: Option<String>,
+    /// The base URL: for `openai`/`openai-responses` it includes the version path
+    /// (`https://api.openai.com/v1`); for `anthropic` and `gemini` it does not
+    /// (`https://api.anthropic.com`, `https://generativelanguage.googleapis.com`).
+    pub base_url: String,
+    /// Headers added to every request (proxies, OpenRouter's `HTTP-Referer` …).
+    pub extra_headers: Vec<(String, String)>,
+    /// Prices and limits of models, for cost.
+    pub models: Arc<ModelRegistry>,
+}
+
+impl std::fmt::Debug for ProviderSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<&str> = self.extra_headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("ProviderSettings")
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("base_url", &self.base_url)
+            .field("extra_headers", &headers)
+            .finish()
+    }
+}

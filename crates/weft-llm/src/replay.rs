@@ -1,0 +1,1 @@
+//! Cross-provider replay (being written).
