@@ -157,87 +157,124 @@ struct Attempt {
     retry_after: Option<Duration>,
 }
 
-/// Sends `request` and decodes its SSE body with `decoder`, as a stream of provider events that
-/// always ends with a terminal event. See the [module docs](self).
-pub fn sse_call<D: SseDecoder>(
+/// Sends `request` and decodes its SSE body with a decoder from `make_decoder`, as a stream of
+/// provider events that always ends with a terminal event. A request that fails before its body
+/// streams, or whose decoder reports a retryable failure (an `overloaded` error event) before any
+/// content, is tried again with a fresh decoder, as the client's [`RetryPolicy`] allows. See the
+/// [module docs](self).
+pub fn sse_call<D, F>(
     client: HttpClient,
     request: HttpRequest,
-    decoder: D,
-) -> impl Stream<Item = ProviderEvent> + Send + 'static {
+    make_decoder: F,
+) -> impl Stream<Item = ProviderEvent> + Send + 'static
+where
+    D: SseDecoder,
+    F: Fn() -> D + Send + 'static,
+{
     async_stream::stream! {
-        let mut decoder = decoder;
         let policy = client.retry;
         let mut waited = Duration::ZERO;
         let mut attempt = 0u32;
-        let response = loop {
-            let failure = match send(&client, &request).await {
-                Ok(response) => break response,
-                Err(failure) => failure,
+        'attempts: loop {
+            let response = match send(&client, &request).await {
+                Ok(response) => response,
+                Err(failure) => match next_delay(&policy, attempt, waited, &failure) {
+                    Some(delay) => {
+                        tokio::time::sleep(delay).await;
+                        waited += delay;
+                        attempt += 1;
+                        continue 'attempts;
+                    }
+                    None => {
+                        let message = after_retries(failure.message, attempt);
+                        yield ProviderEvent::Error { reason: StopReason::Error, message };
+                        return;
+                    }
+                },
             };
-            match next_delay(&policy, attempt, waited, &failure) {
-                Some(delay) => {
-                    tokio::time::sleep(delay).await;
-                    waited += delay;
-                    attempt += 1;
-                }
-                None => {
-                    let message = if attempt > 0 {
-                        format!("{} (after {} retries)", failure.message, attempt)
-                    } else {
-                        failure.message
-                    };
-                    yield ProviderEvent::Error { reason: StopReason::Error, message };
+            let mut decoder = make_decoder();
+            let mut content = false;
+            let mut body = response.bytes_stream();
+            let mut parser = SseParser::new();
+            let (mut events, mut out) = (Vec::new(), Vec::new());
+            loop {
+                let chunk = match tokio::time::timeout(client.timeouts.idle, body.next()).await {
+                    Err(_) => {
+                        let secs = seconds(client.timeouts.idle);
+                        yield ProviderEvent::Error {
+                            reason: StopReason::Error,
+                            message: format!("the provider sent nothing for {secs} (idle timeout)"),
+                        };
+                        return;
+                    }
+                    Ok(None) => break,
+                    Ok(Some(Err(e))) => {
+                        yield ProviderEvent::Error {
+                            reason: StopReason::Error,
+                            message: format!("the connection to the provider broke mid-stream: {}", without_url(&e)),
+                        };
+                        return;
+                    }
+                    Ok(Some(Ok(bytes))) => bytes,
+                };
+                if let Err(e) = parser.push(&chunk, &mut events) {
+                    yield ProviderEvent::Error { reason: StopReason::Error, message: e.to_string() };
                     return;
                 }
-            }
-        };
-        let mut body = response.bytes_stream();
-        let mut parser = SseParser::new();
-        let (mut events, mut out) = (Vec::new(), Vec::new());
-        loop {
-            let chunk = match tokio::time::timeout(client.timeouts.idle, body.next()).await {
-                Err(_) => {
-                    let secs = client.timeouts.idle.as_secs_f64();
-                    yield ProviderEvent::Error {
-                        reason: StopReason::Error,
-                        message: format!("the provider sent nothing for {secs:.0}s (idle timeout)"),
-                    };
-                    return;
-                }
-                Ok(None) => break,
-                Ok(Some(Err(e))) => {
-                    yield ProviderEvent::Error {
-                        reason: StopReason::Error,
-                        message: format!("the connection to the provider broke mid-stream: {}", without_url(&e)),
-                    };
-                    return;
-                }
-                Ok(Some(Ok(bytes))) => bytes,
-            };
-            if let Err(e) = parser.push(&chunk, &mut events) {
-                yield ProviderEvent::Error { reason: StopReason::Error, message: e.to_string() };
-                return;
-            }
-            for event in events.drain(..) {
-                let result = decoder.event(&event, &mut out);
-                for e in out.drain(..) {
-                    let terminal = matches!(e, ProviderEvent::Done { .. } | ProviderEvent::Error { .. });
-                    yield e;
-                    if terminal {
+                for event in events.drain(..) {
+                    let result = decoder.event(&event, &mut out);
+                    if let Err(failure) = &result
+                        && failure.retryable
+                        && !content
+                        && !out.iter().any(|e| matches!(e, ProviderEvent::Content(_)))
+                    {
+                        let attempt_failure = Attempt {
+                            message: failure.message.clone(),
+                            retryable: true,
+                            retry_after: None,
+                        };
+                        if let Some(delay) = next_delay(&policy, attempt, waited, &attempt_failure) {
+                            tokio::time::sleep(delay).await;
+                            waited += delay;
+                            attempt += 1;
+                            continue 'attempts;
+                        }
+                    }
+                    for e in out.drain(..) {
+                        content |= matches!(e, ProviderEvent::Content(_));
+                        let terminal = matches!(e, ProviderEvent::Done { .. } | ProviderEvent::Error { .. });
+                        yield e;
+                        if terminal {
+                            return;
+                        }
+                    }
+                    if let Err(failure) = result {
+                        let message = if content {
+                            failure.message
+                        } else {
+                            after_retries(failure.message, attempt)
+                        };
+                        yield ProviderEvent::Error { reason: StopReason::Error, message };
                         return;
                     }
                 }
-                if let Err(failure) = result {
-                    yield ProviderEvent::Error { reason: StopReason::Error, message: failure.message };
-                    return;
-                }
             }
+            parser.finish();
+            decoder.end(&mut out);
+            for e in out.drain(..) {
+                yield e;
+            }
+            return;
         }
-        parser.finish();
-        decoder.end(&mut out);
-        for e in out.drain(..) {
-            yield e;
-        }
+    }
+}
+
+/// `message`, saying how many retries were made before giving up.
+fn after_retries(message: String, attempts: u32) -> String {
+    match attempts {
+        0 => message,
+        1 => format!("{message} (after 1 retry)"),
+        n => format!("{message} (after {n} retries)"),
     }
 }
 
@@ -270,8 +307,8 @@ async fn send(client: &HttpClient, request: &HttpRequest) -> Result<reqwest::Res
         Err(_) => {
             return Err(Attempt {
                 message: format!(
-                    "the provider did not answer within {:.0}s (first-byte timeout)",
-                    client.timeouts.first_byte.as_secs_f64()
+                    "the provider did not answer within {} (first-byte timeout)",
+                    seconds(client.timeouts.first_byte)
                 ),
                 retryable: true,
                 retry_after: None,
@@ -354,6 +391,12 @@ pub fn error_detail(body: &str) -> String {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text,
     }
+}
+
+/// A duration in seconds for a message: `300s`, `1.5s`, `0.2s` (never a misleading `0s`).
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 10.0 { format!("{s:.0}s") } else { format!("{}s", (s * 100.0).round() / 100.0) }
 }
 
 /// A reqwest error's message without its URL (which is safe today, but need not stay so).
