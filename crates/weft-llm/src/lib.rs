@@ -24,6 +24,7 @@
 //! # });
 //! ```
 
+pub mod config;
 pub mod dialect;
 pub mod faux;
 pub mod http;
