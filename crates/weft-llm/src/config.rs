@@ -37,9 +37,7 @@ pub enum ConfigError {
         variable: &'static str,
     },
     /// No provider has this name.
-    #[error(
-        "unknown provider `{name}`: expected one of openai, openai-responses, anthropic, gemini, faux"
-    )]
+    #[error("unknown provider `{name}`: expected one of {}", PROVIDER_NAMES.join(", "))]
     UnknownProvider {
         /// The name given.
         name: String,

@@ -142,22 +142,20 @@ impl ModelRegistry {
     /// model (same provider and id) changes only the fields it gives; others are added.
     pub fn with_overrides(&self, json: &str) -> Result<ModelRegistry, RegistryError> {
         let mut registry = self.clone();
-        for (index, entry) in entries(json)?.into_iter().enumerate() {
+        for entry in entries(json)? {
+            // `entries` checked that both are non-empty strings.
             let provider = entry.get("provider").and_then(Value::as_str).unwrap_or_default();
             let id = entry.get("id").and_then(Value::as_str).unwrap_or_default();
-            if provider.is_empty() || id.is_empty() {
-                return Err(RegistryError::MissingName { index });
-            }
-            let key = (canonical_provider(provider).to_owned(), id.to_owned());
-            let merged =
-                match registry.models.iter().find(|m| (&m.provider, &m.id) == (&key.0, &key.1)) {
-                    Some(existing) => {
-                        let mut base = serde_json::to_value(existing)?;
-                        merge(&mut base, entry);
-                        base
-                    }
-                    None => entry,
-                };
+            let provider = canonical_provider(provider);
+            let merged = match registry.models.iter().find(|m| m.provider == provider && m.id == id)
+            {
+                Some(existing) => {
+                    let mut base = serde_json::to_value(existing)?;
+                    merge(&mut base, entry);
+                    base
+                }
+                None => entry,
+            };
             registry.insert(serde_json::from_value(merged)?);
         }
         Ok(registry)

@@ -17,10 +17,11 @@
 //!    a synthetic error result ([`NO_RESULT`]) when there is none. A result belongs to the
 //!    latest earlier kept assistant message that made a call with its id; a result no such
 //!    call matches is dropped, since no dialect accepts one. User messages keep their order.
-//! 4. **Tool call ids fit the target.** The ids of calls made by another provider than the
-//!    target, and of their results (the same mapping on both sides), go through
-//!    [`normalize_tool_call_id`]. Ids made by the target provider itself are kept verbatim: the
-//!    provider accepts its own ids, and adapters may encode more in them.
+//! 4. **Tool call ids fit the target.** The ids of calls and of their results (the same mapping on
+//!    both sides) go through [`normalize_tool_call_id`], which leaves valid ids unchanged, so a
+//!    history relayed by a proxy or a compatible server cannot carry an id the target refuses.
+//!    The one exception is the Responses API's own `call_id|item_id` pairs, kept whole for it:
+//!    the item id must come back exactly.
 //!
 //! An assistant message left with no content (it only held blank thinking) is dropped.
 
@@ -72,8 +73,11 @@ pub fn prepare(messages: &[Message], target_provider: &str, target_model: &str) 
             Message::Assistant(a) => a,
         };
         let same_model = assistant.provider == target_provider && assistant.model == target_model;
+        // Ids are made acceptable even when the target made them (a proxy or an older history
+        // may hold ids it would now refuse); valid ids pass unchanged. The Responses API's own
+        // `call_id|item_id` pairs are kept whole for it: the item id must come back exactly.
         let rename = |id: &str| {
-            if assistant.provider == target_provider {
+            if assistant.provider == target_provider && target_provider == "openai-responses" {
                 id.to_owned()
             } else {
                 normalize_tool_call_id(id, target_provider)
@@ -355,8 +359,9 @@ mod tests {
         assert!(dangling.is_error);
         assert_eq!(dangling.text_content(), NO_RESULT);
         assert_eq!(dangling.timestamp, 7);
-        // Anthropic made BAD_ID itself, so it is kept verbatim.
-        assert_eq!(dangling.tool_call_id, BAD_ID);
+        // Even an id Anthropic made is made acceptable to it (valid ids pass unchanged).
+        assert_eq!(dangling.tool_call_id, normalize_tool_call_id(BAD_ID, "anthropic"));
+        assert_ne!(dangling.tool_call_id, BAD_ID);
         // GPT-5's thinking becomes text for Sonnet; its signature is gone; blank thinking dropped.
         assert_eq!(
             a[1].content,
@@ -382,9 +387,9 @@ mod tests {
             a[0].content[..2],
             [text("<thinking>\nI should read both.\n</thinking>"), text("Reading.")]
         );
-        // Same provider: Anthropic's own ids are kept verbatim.
+        // Same provider: the id is still made acceptable, and matches its result.
         let AssistantContent::ToolCall(c) = &a[0].content[3] else { panic!("not a call") };
-        assert_eq!(c.id, BAD_ID);
+        assert_eq!(c.id, normalize_tool_call_id(BAD_ID, "anthropic"));
         let json = serde_json::to_string(&out).unwrap();
         assert!(!json.contains("sig-sonnet") && !json.contains("redacted-data"), "{json}");
         assert!(!json.contains("enc-gpt5"));
