@@ -210,6 +210,21 @@ impl ModelRegistry {
         }
     }
 
+    /// The prices of `provider`/`model`; for a model the registry does not know, zero prices
+    /// (so its cost reads 0) and a warning, logged once per model: never a failure.
+    pub fn prices_or_warn(&self, provider: &str, model: &str) -> Prices {
+        self.prices(provider, model).unwrap_or_else(|| {
+            if first_warning(provider, model) {
+                tracing::warn!(
+                    provider,
+                    model,
+                    "unknown model: its cost is counted as 0 (add it to the model registry)"
+                );
+            }
+            Prices::default()
+        })
+    }
+
     /// Every model, in the order they were added.
     pub fn list(&self) -> &[ModelInfo] {
         &self.models
