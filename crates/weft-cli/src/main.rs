@@ -25,7 +25,9 @@ use clap::{Args, Parser, Subcommand};
 use futures::{FutureExt, StreamExt};
 use weft_agent::{Agent, DEFAULT_MAX_TURNS, ExecuteResult, SessionOptions};
 use weft_core::{Input, SessionStatus, ToolCall};
+use weft_llm::config;
 use weft_llm::faux::{FauxProvider, FauxScript};
+use weft_llm::http::{HttpClient, RetryPolicy, Timeouts};
 use weft_protocol::Protocol;
 
 use crate::render::{JsonLines, Renderer, Sink};
@@ -62,17 +64,24 @@ const RUN_AFTER_HELP: &str = concat!(
      on stderr."
 );
 
-/// Providers a later version adds; naming one is not a typo.
-const RESERVED_PROVIDERS: [&str; 4] = ["openai", "openai-responses", "anthropic", "gemini"];
+/// The providers that call a model over HTTP, with a model to suggest when none is given.
+const HTTP_PROVIDERS: [(&str, &str); 4] = [
+    ("openai", "gpt-4.1-mini"),
+    ("openai-responses", "gpt-5-mini"),
+    ("anthropic", "claude-sonnet-4-20250514"),
+    ("gemini", "gemini-2.5-flash"),
+];
 
 #[derive(Debug, Args)]
 struct RunArgs {
     /// The user message that starts the run.
     prompt: String,
 
-    /// The model provider. This build has only `faux`, a scripted provider for tests and offline
-    /// demos (the default when --script is given); openai, openai-responses, anthropic and gemini
-    /// come later.
+    /// The model provider: openai (Chat Completions, also any OpenAI-compatible server through
+    /// OPENAI_BASE_URL), openai-responses, anthropic, gemini, or faux (a scripted provider for
+    /// tests and offline demos; the default when --script is given). Keys and base URLs come from
+    /// OPENAI_API_KEY/OPENAI_BASE_URL, ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL,
+    /// GEMINI_API_KEY/GEMINI_BASE_URL.
     #[arg(long, value_name = "NAME")]
     provider: Option<String>,
 
@@ -198,7 +207,8 @@ fn build_agent(args: &RunArgs) -> anyhow::Result<Agent> {
         (Some(name), _) => name,
         (None, Some(_)) => "faux",
         (None, None) => bail!(
-            "no provider: use --provider faux --script FILE (the only provider in this build)"
+            "no provider: use --provider openai|openai-responses|anthropic|gemini --model ID, \
+             or --provider faux --script FILE"
         ),
     };
     let builder = match provider {
@@ -210,13 +220,22 @@ fn build_agent(args: &RunArgs) -> anyhow::Result<Agent> {
             let model = args.model.clone().unwrap_or_else(|| "faux".to_string());
             Agent::builder(FauxProvider::new(script)).model(model)
         }
-        name if RESERVED_PROVIDERS.contains(&name) => {
-            bail!("provider {name} is not available in this build yet (only faux is)")
-        }
-        name => bail!(
-            "unknown provider {name:?} (this build has faux; {} come later)",
-            RESERVED_PROVIDERS.join(", ")
-        ),
+        name => match HTTP_PROVIDERS.iter().find(|(n, _)| *n == name) {
+            Some((name, example)) => {
+                let Some(model) = args.model.clone() else {
+                    bail!("--provider {name} needs --model ID (for example --model {example})");
+                };
+                let settings = config::settings_from_process_env(name)?;
+                let client = HttpClient::new(Timeouts::default(), RetryPolicy::default())
+                    .map_err(|e| anyhow!("cannot set up the HTTP client: {e}"))?;
+                let provider = config::provider_from_settings(name, settings, client)?;
+                Agent::builder_shared(provider).model(model)
+            }
+            None => bail!(
+                "unknown provider {name:?}: expected one of {}",
+                config::PROVIDER_NAMES.join(", ")
+            ),
+        },
     };
     let mut builder = tools::register(builder.max_turns(args.max_turns));
     if let Some(system) = &args.system {
@@ -369,7 +388,10 @@ mod tests {
             panic!("a provider name is parsed as text, and checked later")
         };
         let err = build_agent(&args).err().map(|e| e.to_string()).unwrap_or_default();
-        assert_eq!(err, "provider anthropic is not available in this build yet (only faux is)");
+        assert_eq!(
+            err,
+            "--provider anthropic needs --model ID (for example --model claude-sonnet-4-20250514)"
+        );
     }
 
     fn result(status: SessionStatus, error: Option<&str>) -> ExecuteResult {
