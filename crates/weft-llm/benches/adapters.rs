@@ -13,13 +13,17 @@
 //! body in HTTP chunks of 64 KiB) from its own one-worker Tokio runtime, and read by the adapter
 //! (`Provider::stream`) on a `current_thread` runtime that consumes every `StreamEvent`. Wall time
 //! runs from `stream()` to the terminal event; the finished message is checked afterwards. Every
-//! case also runs at 1/10 of the size (100 KiB of text, 10,000 argument chunks) to show that the
-//! cost is linear. Two reference figures per case: `transport`, the same body read by the same
-//! reqwest client from the same server with no decoding; `decode`, the SSE parser and the
-//! dialect's decoder alone over the body in memory (no HTTP, no `ProviderStream`).
+//! case also runs at 1/10 of the size (1/10 MiB of text, 10,000 argument chunks) to show that the
+//! cost is linear. Three reference figures per case: `transport`, the same body read by the same
+//! reqwest client from the same server with no decoding; `SSE+JSON`, the SSE parser plus
+//! `serde_json::from_str::<Value>` of every event over the body in memory; `decode`, the SSE
+//! parser and the dialect's decoder over the body in memory (no HTTP, no `ProviderStream`).
 //!
 //! Arguments pick dialects (`-- openai anthropic`); `WEFT_BENCH_RUNS` sets the runs per figure
-//! (default 5, best reported). No traffic leaves 127.0.0.1.
+//! (default 5, twice that for cases below full size; best reported); `WEFT_BENCH_SCALES` the
+//! sizes relative to the full one (comma-separated, default `0.1,1`). `×` is the time ratio to
+//! the row above (the next smaller size), in parentheses per payload byte (1.00 = linear). No
+//! traffic leaves 127.0.0.1.
 
 #![allow(clippy::unwrap_used)]
 
@@ -561,11 +565,11 @@ fn tool_body(dialect: Dialect, args: &str, pieces: &[&str]) -> String {
     out
 }
 
-/// The case at `scale` (1 = full size, 10 = a tenth).
-fn case(dialect: Dialect, kind: Kind, scale: usize) -> Case {
+/// The case at `scale` (1 = full size, 0.1 = a tenth).
+fn case(dialect: Dialect, kind: Kind, scale: f64) -> Case {
     match kind {
         Kind::Text => {
-            let full = text(TEXT_BYTES / scale);
+            let full = text((TEXT_BYTES as f64 * scale) as usize);
             let deltas = chunks(&full, TEXT_CHUNK);
             let body = text_body(dialect, &full, &deltas);
             Case {
@@ -578,7 +582,7 @@ fn case(dialect: Dialect, kind: Kind, scale: usize) -> Case {
             }
         }
         Kind::Tool => {
-            let args = arguments(ARGS_CHUNK * ARGS_CHUNKS / scale);
+            let args = arguments(ARGS_CHUNK * (ARGS_CHUNKS as f64 * scale) as usize);
             let pieces = chunks(&args, ARGS_CHUNK);
             let body = tool_body(dialect, &args, &pieces);
             let deltas = if dialect == Dialect::Gemini { 1 } else { pieces.len() };
@@ -706,6 +710,27 @@ fn transport_runs(
     best
 }
 
+/// The best time of the SSE parser plus `serde_json::from_str::<Value>` of every event's data
+/// (what each decoder does first), over the body in memory.
+fn json_runs(case: &Case, runs: usize) -> Duration {
+    let mut best = Duration::MAX;
+    for _ in 0..runs {
+        let start = Instant::now();
+        let mut parser = SseParser::new();
+        let mut events = Vec::new();
+        for piece in case.body.chunks(PART) {
+            parser.push(piece, &mut events).unwrap();
+            for event in events.drain(..) {
+                if event.data != "[DONE]" {
+                    black_box(serde_json::from_str::<Value>(&event.data).unwrap());
+                }
+            }
+        }
+        best = best.min(start.elapsed());
+    }
+    best
+}
+
 fn decode_runs(case: &Case, runs: usize) -> Duration {
     let mut best = Duration::MAX;
     for _ in 0..runs {
@@ -719,12 +744,12 @@ fn decode_runs(case: &Case, runs: usize) -> Duration {
 struct Row {
     dialect: Dialect,
     kind: Kind,
-    scale: usize,
     deltas: usize,
     content_bytes: usize,
     body_bytes: usize,
     wall: Duration,
     transport: Duration,
+    json: Duration,
     decode: Duration,
 }
 
@@ -756,6 +781,10 @@ fn main() {
         .collect();
     let runs: usize =
         std::env::var("WEFT_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(5).max(1);
+    let scales: Vec<f64> = std::env::var("WEFT_BENCH_SCALES")
+        .ok()
+        .map(|v| v.split(',').map(|x| x.trim().parse().unwrap()).collect())
+        .unwrap_or_else(|| vec![0.1, 1.0]);
     let server_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("mock-server")
@@ -767,50 +796,58 @@ fn main() {
     let mut rows = Vec::new();
     for &dialect in &dialects {
         for kind in [Kind::Text, Kind::Tool] {
-            for scale in [10, 1] {
+            for &scale in &scales {
                 let case = case(dialect, kind, scale);
                 let response = MockResponse::sse_parts(split_parts(&case.body, PART));
                 // One unmeasured warm-up run (allocator, connection setup, page faults).
                 adapter_runs(&server_rt, &client_rt, &case, &response, 1);
-                let wall = adapter_runs(&server_rt, &client_rt, &case, &response, runs);
-                let transport = transport_runs(&server_rt, &client_rt, &case, &response, runs);
-                let decode = decode_runs(&case, runs);
+                // The small cases are short and noisier: twice the runs.
+                let n = if scale < 1.0 { 2 * runs } else { runs };
+                let wall = adapter_runs(&server_rt, &client_rt, &case, &response, n);
+                let transport = transport_runs(&server_rt, &client_rt, &case, &response, n);
+                let json = json_runs(&case, n);
+                let decode = decode_runs(&case, n);
                 eprintln!(
-                    "{} {:?} 1/{scale}: {} (transport {}, decode {})",
+                    "{} {:?} ×{scale}: {} (transport {}, json {}, decode {})",
                     dialect.name(),
                     kind,
                     ms(wall),
                     ms(transport),
+                    ms(json),
                     ms(decode)
                 );
                 rows.push(Row {
                     dialect,
                     kind,
-                    scale,
                     deltas: case.deltas,
                     content_bytes: case.content_bytes,
                     body_bytes: case.body.len(),
                     wall,
                     transport,
+                    json,
                     decode,
                 });
             }
         }
     }
     println!();
-    println!("best of {runs} runs; total benchmark time {:.1} s", started.elapsed().as_secs_f64());
+    println!(
+        "best of {runs} runs (smaller sizes: {}); total benchmark time {:.1} s",
+        2 * runs,
+        started.elapsed().as_secs_f64()
+    );
     println!();
     println!(
-        "| dialect | case | deltas | content | SSE body | wall | content MB/s | body MB/s | ns/delta | × | transport | decode |"
+        "| dialect | case | deltas | content | SSE body | wall | content MB/s | body MB/s | ns/delta | × | transport | SSE+JSON | decode |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (i, row) in rows.iter().enumerate() {
-        let ratio = match (row.scale, i.checked_sub(1).map(|j| &rows[j])) {
-            (1, Some(small)) if small.scale == 10 => format!(
+        let ratio = match i.checked_sub(1).map(|j| &rows[j]) {
+            Some(small) if small.dialect == row.dialect && small.kind == row.kind => format!(
                 "{:.1}× ({:.2})",
                 row.wall.as_secs_f64() / small.wall.as_secs_f64(),
-                (row.wall.as_secs_f64() / row.deltas.max(1) as f64)
-                    / (small.wall.as_secs_f64() / small.deltas.max(1) as f64)
+                (row.wall.as_secs_f64() / row.content_bytes as f64)
+                    / (small.wall.as_secs_f64() / small.content_bytes as f64)
             ),
             _ => "–".to_string(),
         };
@@ -819,8 +856,13 @@ fn main() {
             (Kind::Tool, Dialect::Gemini) => "tool (one part)",
             (Kind::Tool, _) => "tool",
         };
+        // One delta (Gemini's whole call): a time per delta says nothing.
+        let per_delta = match row.deltas {
+            1 => "–".to_string(),
+            n => format!("{:.0}", row.wall.as_secs_f64() * 1e9 / n as f64),
+        };
         println!(
-            "| {} | {case} | {} | {} | {} | {} | {:.1} | {:.1} | {:.0} | {ratio} | {} | {} |",
+            "| {} | {case} | {} | {} | {} | {} | {:.1} | {:.1} | {per_delta} | {ratio} | {} | {} | {} |",
             row.dialect.name(),
             thousands(row.deltas),
             thousands(row.content_bytes),
@@ -828,8 +870,8 @@ fn main() {
             ms(row.wall),
             mbs(row.content_bytes, row.wall),
             mbs(row.body_bytes, row.wall),
-            row.wall.as_secs_f64() * 1e9 / row.deltas.max(1) as f64,
             ms(row.transport),
+            ms(row.json),
             ms(row.decode),
         );
     }
