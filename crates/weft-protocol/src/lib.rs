@@ -75,6 +75,16 @@ pub trait Encoder: Send {
     }
 }
 
+/// The event's JSON fields, without its `type` tag (for formats that carry a canonical event's
+/// payload under their own tag).
+pub(crate) fn event_fields(event: &AgentEvent) -> serde_json::Value {
+    let mut value = serde_json::to_value(event).unwrap_or(serde_json::Value::Null);
+    if let serde_json::Value::Object(map) = &mut value {
+        map.remove("type");
+    }
+    value
+}
+
 /// Renders `event` (sequence number `seq`) with `encoder`, setting `seq` as the id of the last
 /// frame it produced.
 pub fn encode(encoder: &mut dyn Encoder, seq: u64, event: &AgentEvent, out: &mut Vec<Frame>) {

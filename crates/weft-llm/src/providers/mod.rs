@@ -36,6 +36,20 @@ pub struct ProviderSettings {
     pub models: Arc<ModelRegistry>,
 }
 
+impl ProviderSettings {
+    /// A request to `path` under the base URL, with the key as a bearer token (when one is set)
+    /// and the extra headers: how the OpenAI-style APIs authenticate.
+    pub fn bearer_request(&self, path: &str, body: serde_json::Value) -> crate::http::HttpRequest {
+        let base = self.base_url.trim_end_matches('/');
+        let mut headers = Vec::new();
+        if let Some(key) = self.api_key.as_deref().filter(|k| !k.is_empty()) {
+            headers.push(("authorization".to_string(), format!("Bearer {key}")));
+        }
+        headers.extend(self.extra_headers.iter().cloned());
+        crate::http::HttpRequest { url: format!("{base}{path}"), headers, body }
+    }
+}
+
 impl std::fmt::Debug for ProviderSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let headers: Vec<&str> = self.extra_headers.iter().map(|(n, _)| n.as_str()).collect();

@@ -115,13 +115,7 @@ impl OpenAiChat {
     }
 
     fn http_request(&self, body: Value) -> HttpRequest {
-        let base = self.settings.base_url.trim_end_matches('/');
-        let mut headers = Vec::new();
-        if let Some(key) = self.settings.api_key.as_deref().filter(|k| !k.is_empty()) {
-            headers.push(("authorization".to_string(), format!("Bearer {key}")));
-        }
-        headers.extend(self.settings.extra_headers.iter().cloned());
-        HttpRequest { url: format!("{base}/chat/completions"), headers, body }
+        self.settings.bearer_request("/chat/completions", body)
     }
 }
 

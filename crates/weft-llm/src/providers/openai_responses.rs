@@ -64,13 +64,7 @@ impl OpenAiResponses {
     }
 
     fn http_request(&self, body: Value) -> HttpRequest {
-        let base = self.settings.base_url.trim_end_matches('/');
-        let mut headers = Vec::new();
-        if let Some(key) = self.settings.api_key.as_deref().filter(|k| !k.is_empty()) {
-            headers.push(("authorization".to_string(), format!("Bearer {key}")));
-        }
-        headers.extend(self.settings.extra_headers.iter().cloned());
-        HttpRequest { url: format!("{base}/responses"), headers, body }
+        self.settings.bearer_request("/responses", body)
     }
 }
 

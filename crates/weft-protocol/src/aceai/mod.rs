@@ -563,28 +563,12 @@ impl<'a> CitationOut<'a> {
 }
 
 /// `ms` (milliseconds since the Unix epoch) as RFC 3339 in UTC with milliseconds:
-/// `2023-11-14T22:13:20.123Z`.
+/// `2023-11-14T22:13:20.123Z`. Instants after the year 9999 (which RFC 3339 cannot write) are
+/// clamped to its last millisecond.
 fn rfc3339(ms: TimestampMs) -> String {
-    let secs = ms / 1000;
-    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX / 2);
-    let day_secs = secs % 86_400;
-    // Days to a civil date (H. Hinnant's algorithm, proleptic Gregorian calendar).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        day_secs / 3600,
-        day_secs % 3600 / 60,
-        day_secs % 60,
-        ms % 1000
-    )
+    const LAST: TimestampMs = 253_402_300_799_999;
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.min(LAST));
+    humantime::format_rfc3339_millis(at).to_string()
 }
 
 /// What the decoder reads of a frame (everything else is ignored).

@@ -107,7 +107,7 @@ use weft_core::{
     AgentEvent, AssistantMessage, Message, Role, SessionStatus, ToolCall, ToolResultMessage,
 };
 
-use crate::{Encoder, Frame};
+use crate::{Encoder, Frame, event_fields};
 
 /// Renders canonical events as AG-UI events. One encoder serves one stream: one run, or several
 /// runs of a session in order.
@@ -223,7 +223,7 @@ impl Encoder for AgUiEncoder {
             | AgentEvent::GotNodeComplete { .. }
             | AgentEvent::GotNodeFailed { .. }
             | AgentEvent::GotExpand { .. } => {
-                let value = fields(event);
+                let value = event_fields(event);
                 push(out, &Ev::Custom { name: event.kind(), value: &value });
             }
             AgentEvent::Error { error, .. } => {
@@ -677,15 +677,6 @@ fn arguments_text(arguments: &Value) -> String {
         Value::String(raw) => raw.clone(),
         other => other.to_string(),
     }
-}
-
-/// The event's JSON fields, without its `type` tag.
-fn fields(event: &AgentEvent) -> Value {
-    let mut value = serde_json::to_value(event).unwrap_or(Value::Null);
-    if let Value::Object(map) = &mut value {
-        map.remove("type");
-    }
-    value
 }
 
 fn push(out: &mut Vec<Frame>, event: &Ev<'_>) {

@@ -79,7 +79,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use weft_core::{AgentEvent, AssistantMessage, Message, Role, SessionStatus, StopReason, ToolCall};
 
-use crate::{Encoder, Frame};
+use crate::{Encoder, Frame, event_fields};
 
 /// The response header that marks a UI message stream.
 pub const HEADER: (&str, &str) = ("x-vercel-ai-ui-message-stream", "v1");
@@ -210,7 +210,7 @@ impl Encoder for VercelEncoder {
                 push_data(out, "data-state", Some("state"), state, false);
             }
             AgentEvent::Checkpoint { .. } => {
-                push_data(out, "data-checkpoint", None, &fields(event), true);
+                push_data(out, "data-checkpoint", None, &event_fields(event), true);
             }
             AgentEvent::Custom { value } => push_data(out, "data-custom", None, value, false),
             AgentEvent::TotExpand { .. }
@@ -222,7 +222,7 @@ impl Encoder for VercelEncoder {
             | AgentEvent::GotNodeFailed { .. }
             | AgentEvent::GotExpand { .. } => {
                 let kind = format!("data-{}", event.kind());
-                push_data(out, &kind, None, &fields(event), false);
+                push_data(out, &kind, None, &event_fields(event), false);
             }
             AgentEvent::Error { error, message } => {
                 let aborted = matches!(
@@ -534,15 +534,6 @@ fn last_error_message(messages: &[Message]) -> Option<String> {
         Message::Assistant(a) if a.stop_reason.is_failure() => a.error_message.clone(),
         _ => None,
     })
-}
-
-/// The event's JSON fields, without its `type` tag.
-fn fields(event: &AgentEvent) -> Value {
-    let mut value = serde_json::to_value(event).unwrap_or(Value::Null);
-    if let Value::Object(map) = &mut value {
-        map.remove("type");
-    }
-    value
 }
 
 fn push(out: &mut Vec<Frame>, part: &Part<'_>) {
