@@ -28,6 +28,7 @@ use weft_core::{Input, SessionStatus, ToolCall};
 use weft_llm::config;
 use weft_llm::faux::{FauxProvider, FauxScript};
 use weft_llm::http::{HttpClient, RetryPolicy, Timeouts};
+use weft_llm::models::ModelRegistry;
 use weft_protocol::Protocol;
 
 use crate::render::{JsonLines, Renderer, Sink};
@@ -45,6 +46,19 @@ enum Command {
     /// Run one prompt to its end, streaming the run to the terminal.
     #[command(after_help = RUN_AFTER_HELP)]
     Run(RunArgs),
+    /// List the models Weft knows: prices per million tokens, context window, output limit.
+    Models(ModelsArgs),
+}
+
+#[derive(Debug, Args)]
+struct ModelsArgs {
+    /// Only this provider's models.
+    #[arg(long, value_name = "NAME")]
+    provider: Option<String>,
+
+    /// A JSON file of models to add or override (the format of the built-in registry).
+    #[arg(long, value_name = "FILE")]
+    models: Option<PathBuf>,
 }
 
 const RUN_AFTER_HELP: &str = concat!(
@@ -115,6 +129,12 @@ struct RunArgs {
         value_parser = clap::value_parser!(u32).range(1..)
     )]
     max_turns: u32,
+
+    /// A JSON file of models to add or override in the registry costs are computed from (the
+    /// format of crates/weft-llm/models.json; entries for known models change only the fields
+    /// they give).
+    #[arg(long, value_name = "FILE")]
+    models: Option<PathBuf>,
 }
 
 /// Why `weft` exits non-zero.
@@ -142,6 +162,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Run(args) => run_command(args),
+        Command::Models(args) => models_command(&args).map_err(|e| Failure::usage(&e)),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -154,6 +175,53 @@ fn main() -> ExitCode {
             ExitCode::from(failure.code)
         }
     }
+}
+
+/// The built-in model registry, with the overrides of `file` if one is given.
+fn registry(file: Option<&std::path::Path>) -> anyhow::Result<std::sync::Arc<ModelRegistry>> {
+    let builtin = ModelRegistry::builtin();
+    let Some(path) = file else { return Ok(builtin) };
+    let json = std::fs::read_to_string(path)
+        .map_err(|e| anyhow!("cannot read models file {}: {e}", path.display()))?;
+    let merged = builtin
+        .with_overrides(&json)
+        .map_err(|e| anyhow!("invalid models file {}: {e}", path.display()))?;
+    Ok(std::sync::Arc::new(merged))
+}
+
+/// `weft models`: one line per model.
+fn models_command(args: &ModelsArgs) -> anyhow::Result<()> {
+    let registry = registry(args.models.as_deref())?;
+    let wanted =
+        args.provider.as_deref().map(|p| if p == "openai-responses" { "openai" } else { p });
+    let mut out = BufWriter::new(io::stdout());
+    let line = writeln!(
+        out,
+        "{:<10} {:<28} {:>8} {:>8} {:>10} {:>11} {:>9} {:>8}",
+        "provider", "model", "in $/M", "out $/M", "cached $/M", "c-write $/M", "context", "max-out"
+    );
+    let mut result = line.and_then(|()| {
+        for m in registry.list().iter().filter(|m| wanted.is_none_or(|p| m.provider == p)) {
+            let p = &m.prices;
+            writeln!(
+                out,
+                "{:<10} {:<28} {:>8} {:>8} {:>10} {:>11} {:>9} {:>8}",
+                m.provider,
+                m.id,
+                p.input,
+                p.output,
+                p.cache_read,
+                p.cache_write,
+                m.context_window,
+                m.max_output
+            )?;
+        }
+        out.flush()
+    });
+    if matches!(&result, Err(e) if e.kind() == io::ErrorKind::BrokenPipe) {
+        result = Ok(());
+    }
+    result.map_err(|e| anyhow!("cannot write to stdout: {e}"))
 }
 
 /// `weft run`.
@@ -225,7 +293,8 @@ fn build_agent(args: &RunArgs) -> anyhow::Result<Agent> {
                 let Some(model) = args.model.clone() else {
                     bail!("--provider {name} needs --model ID (for example --model {example})");
                 };
-                let settings = config::settings_from_process_env(name)?;
+                let mut settings = config::settings_from_process_env(name)?;
+                settings.models = registry(args.models.as_deref())?;
                 let client = HttpClient::new(Timeouts::default(), RetryPolicy::default())
                     .map_err(|e| anyhow!("cannot set up the HTTP client: {e}"))?;
                 let provider = config::provider_from_settings(name, settings, client)?;

@@ -586,3 +586,56 @@ fn a_missing_key_or_an_unreachable_server_is_one_line() {
     let line = one_stderr_line(&o);
     assert!(line.contains("cannot reach the provider"), "{line}");
 }
+
+#[test]
+fn models_lists_the_registry_and_takes_overrides() {
+    let o = run(&["models"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    for id in ["gpt-4o", "claude-sonnet-4-20250514", "gemini-2.5-flash"] {
+        assert!(out.contains(id), "{id} missing from:\n{out}");
+    }
+    let o = run(&["models", "--provider", "gemini"]);
+    assert!(stdout(&o).lines().skip(1).all(|l| l.starts_with("gemini")), "{}", stdout(&o));
+
+    let file = Script::new(
+        "models",
+        &json!({"models": [{"provider": "openai", "id": "my-local-model", "prices": {"input": 1.5}}]}),
+    );
+    let o = run(&["models", "--provider", "openai", "--models", file.path()]);
+    let line = stdout(&o).lines().find(|l| l.contains("my-local-model")).unwrap().to_string();
+    assert!(line.contains("1.5"), "{line}");
+
+    let bad = Script::new("bad-models", &json!({"models": "nope"}));
+    let o = run(&["models", "--models", bad.path()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_stderr_line(&o).contains("invalid models file"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_models_file_prices_the_run() {
+    let server =
+        MockServer::start(vec![MockResponse::sse(&dialect_fixture("openai", "text.sse"))]).await;
+    // The fixture's usage, priced at $1,000,000 per million input and output tokens: the cost
+    // equals the token counts.
+    let file = Script::new(
+        "priced",
+        &json!({"models": [{"provider": "openai", "id": "test-model", "prices": {"input": 1e6, "output": 1e6, "cacheRead": 1e6}}]}),
+    );
+    let path = file.path().to_string();
+    let url = server.url();
+    let o = tokio::task::spawn_blocking(move || {
+        run_against("openai", &url, &["--protocol", "native", "--models", &path])
+    })
+    .await
+    .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (events, _) = native_events(&stdout(&o));
+    let Some(AgentEvent::SessionEnd { cost, usage, .. }) =
+        events.iter().rev().find(|e| e.kind() == "session_end")
+    else {
+        panic!("no session_end")
+    };
+    assert!(usage.total > 0);
+    assert_eq!(cost.total, (usage.input + usage.output + usage.cache_read) as f64);
+}
