@@ -464,3 +464,34 @@ async fn a_dropped_stream_does_not_stop_the_run() {
     let Some(Message::Assistant(m)) = session.snapshot().messages.last().cloned() else { panic!() };
     assert_eq!(m.text(), "first part");
 }
+
+/// Panics in its first `before_model_call`.
+struct PanicsOnce(AtomicBool);
+impl AgentHooks for PanicsOnce {
+    fn before_model_call<'a>(
+        &'a self,
+        _request: &'a mut ModelRequest,
+    ) -> futures::future::BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if !self.0.swap(true, Ordering::SeqCst) {
+                panic!("hook bug");
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_hook_ends_the_run_in_error_and_frees_the_session() {
+    let provider = Recording::new([FauxTurn::text("fine now")]);
+    let agent = Agent::builder(provider).hooks(PanicsOnce(AtomicBool::new(false))).build().unwrap();
+    let session = agent.create_session(SessionOptions::default()).unwrap();
+    let (_, result) = run(&agent, &session, Input::text("first")).await;
+    assert_eq!(result.status, SessionStatus::Error);
+    assert_eq!(result.error.as_deref(), Some("the run stopped unexpectedly: hook bug"));
+    assert_eq!(session.status(), SessionStatus::Error, "not left running");
+    // The user's message was kept, and the session takes the next input.
+    assert!(matches!(result.messages.first(), Some(Message::User(_))));
+    let (_, result) = run(&agent, &session, Input::text("again")).await;
+    assert_eq!(result.status, SessionStatus::Completed);
+    assert_eq!(result.response().final_output, "fine now");
+}
