@@ -45,22 +45,12 @@ fn request(model: &str, text: &str) -> ModelRequest {
     }
 }
 
-/// Runs one call: the deltas and the final message (`Ok` for `Done`, `Err` for `Error`),
-/// checking the key appears nowhere.
+/// Runs one call, checking the key appears nowhere.
 async fn run(
     provider: &OpenAiResponses,
     request: ModelRequest,
 ) -> (Vec<ContentDelta>, Result<AssistantMessage, AssistantMessage>) {
-    let (deltas, terminal) =
-        collect_stream(provider.stream(request, CancellationToken::new())).await;
-    let shown = format!("{deltas:?} {terminal:?}");
-    assert!(!shown.contains(KEY), "the API key leaked: {shown}");
-    let message = match terminal {
-        StreamEvent::Done(m) => Ok(*m),
-        StreamEvent::Error(m) => Err(*m),
-        StreamEvent::Content(_) => unreachable!("collect_stream returns the terminal event"),
-    };
-    (deltas, message)
+    common::run_call(provider, request, KEY).await
 }
 
 async fn serve(name: &str) -> MockServer {

@@ -453,6 +453,25 @@ pub async fn collect_events(
         .expect("the event stream did not end within 10 s")
 }
 
+/// One call through `provider`: its deltas and its final message (`Ok` for `Done`, `Err` for
+/// `Error`), asserting `key` appears in none of them.
+pub async fn run_call(
+    provider: &dyn weft_llm::Provider,
+    request: weft_llm::ModelRequest,
+    key: &str,
+) -> (Vec<ContentDelta>, Result<weft_core::AssistantMessage, weft_core::AssistantMessage>) {
+    let stream = provider.stream(request, weft_llm::CancellationToken::new());
+    let (deltas, terminal) = collect_stream(stream).await;
+    let shown = format!("{deltas:?} {terminal:?}");
+    assert!(!shown.contains(key), "the API key leaked: {shown}");
+    let message = match terminal {
+        StreamEvent::Done(m) => Ok(*m),
+        StreamEvent::Error(m) => Err(*m),
+        StreamEvent::Content(_) => unreachable!("collect_stream returns the terminal event"),
+    };
+    (deltas, message)
+}
+
 /// A `ProviderStream`'s content deltas and its terminal event (asserting nothing follows it),
 /// with a 10 s guard.
 pub async fn collect_stream(mut stream: ProviderStream) -> (Vec<ContentDelta>, StreamEvent) {

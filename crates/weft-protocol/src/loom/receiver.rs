@@ -289,18 +289,7 @@ impl SessionState {
                             (Some(_), None) => false,
                         }
                 });
-                let j = existing.unwrap_or_else(|| {
-                    node.tool_calls.push(LoomToolCall {
-                        call_id: call_id.clone(),
-                        name: None,
-                        arguments: Value::Null,
-                        arguments_text: String::new(),
-                        complete: false,
-                        line,
-                    });
-                    node.tool_calls.len() - 1
-                });
-                let call = &mut node.tool_calls[j];
+                let call = call_slot(&mut node.tool_calls, existing, call_id, line);
                 call.arguments_text.push_str(&delta);
                 if call.name.is_none() {
                     call.name = name;
@@ -313,18 +302,7 @@ impl SessionState {
                     .iter()
                     .rposition(|c| !c.complete && c.call_id == call_id)
                     .filter(|&j| call_id.is_some() || node.tool_calls[j].call_id.is_none());
-                let j = existing.unwrap_or_else(|| {
-                    node.tool_calls.push(LoomToolCall {
-                        call_id,
-                        name: None,
-                        arguments: Value::Null,
-                        arguments_text: String::new(),
-                        complete: false,
-                        line,
-                    });
-                    node.tool_calls.len() - 1
-                });
-                let call = &mut node.tool_calls[j];
+                let call = call_slot(&mut node.tool_calls, existing, call_id, line);
                 call.name = Some(name);
                 call.arguments = arguments;
                 call.complete = true;
@@ -354,6 +332,27 @@ impl SessionState {
 }
 
 /// Reads one line into its envelope and checked payload.
+/// The call at `existing`, or a new open call for `call_id` appended to `calls`.
+fn call_slot(
+    calls: &mut Vec<LoomToolCall>,
+    existing: Option<usize>,
+    call_id: Option<String>,
+    line: usize,
+) -> &mut LoomToolCall {
+    let j = existing.unwrap_or_else(|| {
+        calls.push(LoomToolCall {
+            call_id,
+            name: None,
+            arguments: Value::Null,
+            arguments_text: String::new(),
+            complete: false,
+            line,
+        });
+        calls.len() - 1
+    });
+    &mut calls[j]
+}
+
 fn parse(line: &str) -> Result<(Envelope, Body), String> {
     let value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
     let Value::Object(mut map) = value else {
