@@ -153,8 +153,7 @@ impl Provider for Gemini {
         headers.extend(self.settings.extra_headers.iter().cloned());
         let http_request =
             HttpRequest { url: self.url(&model), headers, body: self.request_body(&request) };
-        let prices =
-            request.prices.or_else(|| Some(self.settings.models.prices_or_warn(NAME, &model)));
+        let prices = self.settings.prices_for(NAME, &model, request.prices);
         let inner = http::sse_call(self.client.clone(), http_request, GeminiDecoder::new);
         ProviderStream::new(NAME, &model, prices, cancel, inner)
     }

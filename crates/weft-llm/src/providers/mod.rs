@@ -37,6 +37,17 @@ pub struct ProviderSettings {
 }
 
 impl ProviderSettings {
+    /// The prices a call to `provider`/`model` is costed at: the request's own if it gives some,
+    /// else the registry's (zero, with one warning, for a model the registry does not know).
+    pub fn prices_for(
+        &self,
+        provider: &str,
+        model: &str,
+        request_prices: Option<weft_core::Prices>,
+    ) -> Option<weft_core::Prices> {
+        request_prices.or_else(|| Some(self.models.prices_or_warn(provider, model)))
+    }
+
     /// A request to `path` under the base URL, with the key as a bearer token (when one is set)
     /// and the extra headers: how the OpenAI-style APIs authenticate.
     pub fn bearer_request(&self, path: &str, body: serde_json::Value) -> crate::http::HttpRequest {

@@ -129,9 +129,7 @@ impl Provider for OpenAiChat {
         let reasoning = self.compat.reasoning_field.clone();
         let decoder = move || ChatDecoder::new(reasoning.clone());
         let inner = http::sse_call(self.client.clone(), self.http_request(body), decoder);
-        let prices = request
-            .prices
-            .or_else(|| Some(self.settings.models.prices_or_warn(NAME, &request.model)));
+        let prices = self.settings.prices_for(NAME, &request.model, request.prices);
         ProviderStream::new(NAME, &request.model, prices, cancel, inner)
     }
 }

@@ -77,9 +77,7 @@ impl Provider for OpenAiResponses {
         let body = self.request_body(&request);
         let inner =
             http::sse_call(self.client.clone(), self.http_request(body), ResponsesDecoder::new);
-        let prices = request
-            .prices
-            .or_else(|| Some(self.settings.models.prices_or_warn(NAME, &request.model)));
+        let prices = self.settings.prices_for(NAME, &request.model, request.prices);
         ProviderStream::new(NAME, &request.model, prices, cancel, inner)
     }
 }

@@ -1,4 +1,6 @@
-use serde_json::Value;
+use serde_json::{Value, json};
+
+use crate::Frame;
 use weft_core::{
     AgentEvent, AgentStep, AssistantContent, AssistantMessage, Message, Role, SessionStatus,
     StepAnnotations, StopReason, TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage,
@@ -348,4 +350,34 @@ pub(crate) fn real_weather_run() -> Vec<AgentEvent> {
             Err(e) => panic!("fixture line does not parse ({e}): {line}"),
         })
         .collect()
+}
+
+/// A run with thinking, text, two tool calls (streamed output), their results and an answer.
+pub(crate) fn weather(run: &str) -> Vec<AgentEvent> {
+    Script::new("s1", run, 0)
+        .user("What's the weather in Paris?")
+        .model(
+            &[
+                Block::Think("Use the tools.", None),
+                Block::Text("Let me look."),
+                Block::Call("c1", "echo", json!({"text": "Paris"})),
+                Block::Call("c2", "clock", json!({})),
+            ],
+            StopReason::ToolUse,
+        )
+        .act(&[("c1", "echo", &["Par", "is"], false), ("c2", "clock", &["12:00"], false)])
+        .observe(&[("c1", "echo", "Paris", false), ("c2", "clock", "12:00", false)])
+        .model(&[Block::Text("It is sunny in Paris.")], StopReason::Stop)
+        .step_end()
+        .end(SessionStatus::Completed)
+}
+
+/// The frames' texts.
+pub(crate) fn lines(frames: &[Frame]) -> Vec<&str> {
+    frames.iter().map(|f| f.data.as_str()).collect()
+}
+
+/// The frames whose `type` is `kind`.
+pub(crate) fn of_type<'a>(frames: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    frames.iter().filter(|f| f["type"] == kind).collect()
 }

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use weft_core::{AgentEvent, SessionStatus, StopReason};
 
 use super::AgUiEncoder;
-use super::fixtures::{Block, Script, real_weather_run, texts};
+use super::fixtures::{Block, Script, lines, of_type, real_weather_run, texts, weather};
 use crate::{Encoder, Frame};
 
 fn encode_with(encoder: &mut AgUiEncoder, events: &[AgentEvent]) -> Vec<Frame> {
@@ -25,16 +25,8 @@ fn encode(events: &[AgentEvent]) -> Vec<Frame> {
     out
 }
 
-fn lines(frames: &[Frame]) -> Vec<&str> {
-    frames.iter().map(|f| f.data.as_str()).collect()
-}
-
 fn values(frames: &[Frame]) -> Vec<Value> {
     frames.iter().map(|f| serde_json::from_str(&f.data).unwrap()).collect()
-}
-
-fn of_type<'a>(frames: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    frames.iter().filter(|f| f["type"] == kind).collect()
 }
 
 /// What an AG-UI stream says, after checking the protocol's sequencing rules.
@@ -172,25 +164,6 @@ fn check(frames: &[Frame]) -> Seen {
     }
     assert!(!run_open, "the stream ended inside a run");
     seen
-}
-
-fn weather(run: &str) -> Vec<AgentEvent> {
-    Script::new("s1", run, 0)
-        .user("What's the weather in Paris?")
-        .model(
-            &[
-                Block::Think("Use the tools.", None),
-                Block::Text("Let me look."),
-                Block::Call("c1", "echo", json!({"text": "Paris"})),
-                Block::Call("c2", "clock", json!({})),
-            ],
-            StopReason::ToolUse,
-        )
-        .act(&[("c1", "echo", &["Par", "is"], false), ("c2", "clock", &["12:00"], false)])
-        .observe(&[("c1", "echo", "Paris", false), ("c2", "clock", "12:00", false)])
-        .model(&[Block::Text("It is sunny in Paris.")], StopReason::Stop)
-        .step_end()
-        .end(SessionStatus::Completed)
 }
 
 #[test]

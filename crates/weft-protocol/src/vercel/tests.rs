@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use weft_core::{AgentEvent, SessionStatus, StopReason};
 
 use super::{DONE, HEADER, VercelEncoder};
-use crate::agui::fixtures::{Block, Script, real_weather_run, texts};
+use crate::agui::fixtures::{Block, Script, lines, of_type, real_weather_run, texts, weather};
 use crate::{Encoder, Frame};
 
 fn encode_with(encoder: &mut VercelEncoder, events: &[AgentEvent]) -> Vec<Frame> {
@@ -22,16 +22,8 @@ fn encode(events: &[AgentEvent]) -> Vec<Frame> {
     encode_with(&mut VercelEncoder::new(), events)
 }
 
-fn lines(frames: &[Frame]) -> Vec<&str> {
-    frames.iter().map(|f| f.data.as_str()).collect()
-}
-
 fn parts(frames: &[Frame]) -> Vec<Value> {
     frames.iter().filter(|f| f.is_json()).map(|f| serde_json::from_str(&f.data).unwrap()).collect()
-}
-
-fn of_type<'a>(parts: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    parts.iter().filter(|p| p["type"] == kind).collect()
 }
 
 /// (required fields, optional fields) of each chunk type, from AI SDK 6's strict
@@ -207,25 +199,6 @@ fn check(frames: &[Frame], known: &[&str]) -> Seen {
     }
     assert!(!in_message, "the stream ended inside a message");
     seen
-}
-
-fn weather(run: &str) -> Vec<AgentEvent> {
-    Script::new("s1", run, 0)
-        .user("What's the weather in Paris?")
-        .model(
-            &[
-                Block::Think("Use the tools.", None),
-                Block::Text("Let me look."),
-                Block::Call("c1", "echo", json!({"text": "Paris"})),
-                Block::Call("c2", "clock", json!({})),
-            ],
-            StopReason::ToolUse,
-        )
-        .act(&[("c1", "echo", &["Par", "is"], false), ("c2", "clock", &["12:00"], false)])
-        .observe(&[("c1", "echo", "Paris", false), ("c2", "clock", "12:00", false)])
-        .model(&[Block::Text("It is sunny in Paris.")], StopReason::Stop)
-        .step_end()
-        .end(SessionStatus::Completed)
 }
 
 #[test]

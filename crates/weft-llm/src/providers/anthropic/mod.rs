@@ -91,9 +91,7 @@ impl Provider for Anthropic {
     }
 
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ProviderStream {
-        let prices = request.prices.or_else(|| {
-            Some(self.settings.models.prices_or_warn(request::PROVIDER, &request.model))
-        });
+        let prices = self.settings.prices_for(request::PROVIDER, &request.model, request.prices);
         let http = self.http_request(&request);
         let inner = sse_call(self.client.clone(), http, AnthropicDecoder::new);
         ProviderStream::new(request::PROVIDER, &request.model, prices, cancel, inner)
