@@ -1,7 +1,6 @@
 //! [`Agent`]: a provider, local tools, configuration and hooks; it creates sessions and runs
 //! them with [`Agent::execute`].
 
-use std::any::Any;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -318,11 +317,18 @@ impl Agent {
             cancel.clone(),
             start_len,
         );
-        let handle = session.clone();
         runtime.spawn(async move {
-            // A panic in a hook or a provider must not leave the session `running` forever.
+            let mut run = run;
+            // A panic in a hook or a provider must not leave the session `running` forever, nor
+            // a stream without its end.
             let outcome = AssertUnwindSafe(run.drive(input_message, first)).catch_unwind().await;
-            let result = outcome.unwrap_or_else(|panic| recover(&handle, start_len, &*panic));
+            let result = match outcome {
+                Ok(result) => result,
+                Err(panic) => {
+                    let panic = crate::run::panic_message(&*panic);
+                    run.end_after_panic(panic).await
+                }
+            };
             let _ = result_tx.send(result);
         });
         Ok(ExecuteStream::new(session_id, rx, result_rx, cancel))
@@ -337,32 +343,6 @@ impl Agent {
     ) -> Result<(AgentResponse, ExecuteResult), ExecuteError> {
         let result = self.execute(session, input)?.result().await;
         Ok((result.response(), result))
-    }
-}
-
-/// After a run panicked: every unanswered call gets an error result (the conversation stays
-/// valid), the session rests in `error`, and the caller learns why.
-fn recover(session: &SessionHandle, start_len: usize, panic: &(dyn Any + Send)) -> ExecuteResult {
-    let error = format!("the run stopped unexpectedly: {}", crate::run::panic_message(panic));
-    tracing::error!(%error, "agent run panicked");
-    let mut state = session.lock();
-    state.run = None;
-    let s = &mut state.session;
-    Machine::new(1, 0).abort(s, now_ms());
-    s.status = SessionStatus::Error;
-    s.version += 1;
-    s.updated_at = now_ms();
-    let messages = s.messages.get(start_len..).unwrap_or_default().to_vec();
-    ExecuteResult {
-        session_id: s.id.clone(),
-        status: SessionStatus::Error,
-        messages,
-        pending_tool_calls: Vec::new(),
-        pending_approvals: Vec::new(),
-        usage: Default::default(),
-        cost: Default::default(),
-        steps: Vec::new(),
-        error: Some(error),
     }
 }
 

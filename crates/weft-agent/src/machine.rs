@@ -92,8 +92,8 @@ impl Machine {
     }
 
     /// The steps this run finished.
-    pub(crate) fn into_steps(self) -> Vec<AgentStep> {
-        self.steps
+    pub(crate) fn take_steps(&mut self) -> Vec<AgentStep> {
+        std::mem::take(&mut self.steps)
     }
 
     /// Checks `input` against the session and applies it. `Err` leaves the session untouched.

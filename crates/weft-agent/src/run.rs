@@ -53,7 +53,10 @@ impl Run {
     }
 
     /// Runs to a resting status and reports what the run did.
-    pub(crate) async fn drive(mut self, input: Option<Message>, first: Progress) -> ExecuteResult {
+    ///
+    /// Borrows the run so that, should it panic (a hook or a provider breaking its contract),
+    /// [`Run::end_after_panic`] can still close the stream with the events already numbered.
+    pub(crate) async fn drive(&mut self, input: Option<Message>, first: Progress) -> ExecuteResult {
         self.emitter.emit(AgentEvent::SessionStart {
             session_id: self.session_id.clone(),
             run_id: uuid::Uuid::new_v4().to_string(),
@@ -101,7 +104,7 @@ impl Run {
     }
 
     /// Records the end of the run in the session, emits `session_end` and builds the result.
-    async fn finish(mut self, status: SessionStatus) -> ExecuteResult {
+    async fn finish(&mut self, status: SessionStatus) -> ExecuteResult {
         if status == SessionStatus::MaxTurns && self.error.is_none() {
             self.error = Some(format!(
                 "the run stopped after {} model calls (max_turns)",
@@ -140,16 +143,35 @@ impl Run {
         });
         self.emitter.flush().await;
         ExecuteResult {
-            session_id: self.session_id,
+            session_id: self.session_id.clone(),
             status,
             messages,
             pending_tool_calls,
             pending_approvals,
             usage,
             cost,
-            steps: self.machine.into_steps(),
-            error: self.error,
+            steps: self.machine.take_steps(),
+            error: self.error.take(),
         }
+    }
+
+    /// After the run panicked: every unanswered call gets an error result (the conversation
+    /// stays valid), the session rests in `error`, and the stream still ends the way every stream
+    /// ends (`error`, then `session_end`), numbered after the events already given out, so
+    /// that every wire format writes its closing frame and no sequence number is reused.
+    pub(crate) async fn end_after_panic(&mut self, panic: String) -> ExecuteResult {
+        let error = format!("the run stopped unexpectedly: {panic}");
+        tracing::error!(%error, session_id = %self.session_id, "agent run panicked");
+        {
+            let mut state = self.session.lock();
+            Machine::new(1, 0).abort(&mut state.session, now_ms());
+        }
+        self.error = Some(error.clone());
+        self.emitter.emit(AgentEvent::Error { error, message: None });
+        let mut result = self.finish(SessionStatus::Error).await;
+        // Steps of a run that panicked are not trustworthy; its usage is in its messages.
+        result.steps.clear();
+        result
     }
 
     fn with_session<T>(&mut self, f: impl FnOnce(&mut Machine, &mut weft_core::Session) -> T) -> T {
