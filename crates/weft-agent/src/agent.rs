@@ -302,6 +302,7 @@ impl Agent {
                 input,
                 |name| tools.get(name).is_some(),
                 now_ms(),
+                || uuid::Uuid::new_v4().to_string(),
             )?;
             state.session.status = SessionStatus::Running;
             state.run = Some(cancel.clone());
@@ -408,11 +409,12 @@ impl SessionHandle {
             run.cancel();
             return true;
         }
-        if state.session.open_turn.is_none() {
+        if state.session.open_turn().is_none() {
             return false;
         }
-        Machine::new(1, 0).abort(&mut state.session, now_ms());
-        state.session.status = SessionStatus::Aborted;
+        let mut machine = Machine::new(1, 0);
+        machine.abort(&mut state.session, now_ms());
+        machine.end(&mut state.session, SessionStatus::Aborted);
         state.session.version += 1;
         state.session.updated_at = now_ms();
         true

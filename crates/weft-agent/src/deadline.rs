@@ -29,7 +29,7 @@ pub(crate) fn watch(agent: &Arc<AgentInner>, session: &SessionHandle) {
 
 fn earliest_deadline(session: &SessionHandle) -> Option<u64> {
     let state = session.lock();
-    let turn = state.session.open_turn.as_ref()?;
+    let turn = state.session.open_turn()?;
     turn.calls
         .iter()
         .filter_map(|slot| match slot.state {
@@ -48,7 +48,7 @@ async fn expire(agent: Weak<AgentInner>, shared: Weak<Shared>) {
         if !state.session.status.is_suspended() {
             return;
         }
-        let Some(turn) = &state.session.open_turn else { return };
+        let Some(turn) = state.session.open_turn() else { return };
         turn.calls
             .iter()
             .filter(|slot| {

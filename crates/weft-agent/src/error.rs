@@ -40,6 +40,10 @@ pub enum ExecuteError {
     /// A tool result for a call that is not waiting for one.
     #[error("no pending tool call has id {0:?}")]
     UnknownToolCall(String),
+    /// A tool result or approval decision for a call that was answered (or decided) already:
+    /// refused, so that no answer is ever applied twice.
+    #[error("tool call {0:?} was answered already")]
+    AlreadyAnswered(String),
     /// An approval decision for a call that is not waiting for one.
     #[error("no tool call awaiting approval has id {0:?}")]
     UnknownApproval(String),

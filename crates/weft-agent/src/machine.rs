@@ -10,11 +10,14 @@ use std::collections::HashSet;
 
 use weft_core::{
     AgentStep, ApprovalDecision, AssistantMessage, CallSlot, CallState, Input, Message, OpenTurn,
-    Session, SessionStatus, StepAnnotations, StopReason, TimestampMs, ToolCall,
+    RunState, Session, SessionStatus, StepAnnotations, StopReason, TimestampMs, ToolCall,
     ToolExecutionResult, ToolResultMessage,
 };
 
 use crate::error::ExecuteError;
+
+/// The agent mode this machine runs.
+pub(crate) const MODE: &str = "react";
 
 /// What the loop does next.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,24 +79,35 @@ pub(crate) struct ToolOutcome {
     pub(crate) execution: ToolExecutionResult,
 }
 
-/// The decisions of one run.
+/// The decisions of one run. Its state lives in the session ([`Session::run`]), so a run
+/// suspended in one process goes on in another exactly: the machine itself holds only its
+/// limits and where this execution's steps begin.
 #[derive(Debug, Clone)]
 pub(crate) struct Machine {
     max_turns: u32,
-    turns: u32,
     remote_timeout_ms: u64,
-    /// The steps this run finished.
-    steps: Vec<AgentStep>,
+    /// How many of the run's steps were finished before this execution.
+    first_step: usize,
 }
 
 impl Machine {
     pub(crate) fn new(max_turns: u32, remote_timeout_ms: u64) -> Self {
-        Self { max_turns: max_turns.max(1), turns: 0, remote_timeout_ms, steps: Vec::new() }
+        Self { max_turns: max_turns.max(1), remote_timeout_ms, first_step: 0 }
     }
 
-    /// The steps this run finished.
-    pub(crate) fn take_steps(&mut self) -> Vec<AgentStep> {
-        std::mem::take(&mut self.steps)
+    /// Ends the execution with `status`: the steps it finished are returned; a run that is over
+    /// (not suspended) is cleared from the session.
+    pub(crate) fn end(&mut self, session: &mut Session, status: SessionStatus) -> Vec<AgentStep> {
+        session.status = status;
+        let steps = session
+            .run
+            .as_ref()
+            .map(|run| run.steps.get(self.first_step..).unwrap_or_default().to_vec())
+            .unwrap_or_default();
+        if !status.is_suspended() {
+            session.run = None;
+        }
+        steps
     }
 
     /// Checks `input` against the session and applies it. `Err` leaves the session untouched.
@@ -104,10 +118,13 @@ impl Machine {
         input: Input,
         is_local: impl Fn(&str) -> bool,
         now: TimestampMs,
+        new_run_id: impl FnOnce() -> String,
     ) -> Result<Progress, ExecuteError> {
-        match input {
+        // A new run starts with no steps; a resumed one reports the steps it finishes from now.
+        self.first_step = session.run.as_ref().map_or(0, |run| run.steps.len());
+        let progress = match input {
             Input::User(message) => {
-                if let Some(turn) = &session.open_turn {
+                if let Some(turn) = session.open_turn() {
                     let calls = turn
                         .calls
                         .iter()
@@ -120,7 +137,17 @@ impl Machine {
                     });
                 }
                 session.messages.push(Message::User(message));
-                Ok(Progress::next(Next::CallModel))
+                self.first_step = 0;
+                session.run = Some(RunState {
+                    run_id: new_run_id(),
+                    mode: MODE.to_string(),
+                    turns: 0,
+                    open_turn: None,
+                    steps: Vec::new(),
+                    mode_state: serde_json::Value::Null,
+                    started_at: now,
+                });
+                Progress::next(Next::CallModel)
             }
             Input::ToolResults(results) => {
                 let turn = open_turn(session)?;
@@ -140,7 +167,7 @@ impl Machine {
                         .position(|s| {
                             s.call.id == *id && matches!(s.state, CallState::AwaitingResult { .. })
                         })
-                        .ok_or_else(|| ExecuteError::UnknownToolCall(id.clone()))?;
+                        .ok_or_else(|| unknown_or_answered(session, turn, id))?;
                     let expected = &turn.calls[index].call.name;
                     if !result.tool_name.is_empty() && result.tool_name != *expected {
                         return Err(ExecuteError::ToolNameMismatch {
@@ -151,8 +178,7 @@ impl Machine {
                     }
                     indices.push(index);
                 }
-                let turn =
-                    session.open_turn.as_mut().ok_or_else(|| nothing_pending(&session.id))?;
+                let turn = open_turn_mut(session)?;
                 for (mut result, index) in results.into_iter().zip(indices) {
                     let slot = &mut turn.calls[index];
                     let since = match slot.state {
@@ -174,7 +200,7 @@ impl Machine {
                     turn.step.tool_results.push(execution);
                     slot.state = CallState::Done { result };
                 }
-                Ok(self.advance(session))
+                self.advance(session)
             }
             Input::Approvals { approvals } => {
                 let turn = open_turn(session)?;
@@ -192,18 +218,24 @@ impl Machine {
                         .calls
                         .iter()
                         .position(|s| s.call.id == *id && s.state == CallState::AwaitingApproval)
-                        .ok_or_else(|| ExecuteError::UnknownApproval(id.clone()))?;
+                        .ok_or_else(|| {
+                            if turn.calls.iter().any(|s| s.call.id == *id) {
+                                ExecuteError::AlreadyAnswered(id.clone())
+                            } else {
+                                ExecuteError::UnknownApproval(id.clone())
+                            }
+                        })?;
                     indices.push(index);
                 }
                 let timeout = self.remote_timeout_ms;
-                let turn =
-                    session.open_turn.as_mut().ok_or_else(|| nothing_pending(&session.id))?;
+                let turn = open_turn_mut(session)?;
                 for (decision, index) in approvals.into_iter().zip(indices) {
                     apply_decision(turn, index, decision, &is_local, now, timeout);
                 }
-                Ok(self.advance(session))
+                self.advance(session)
             }
-        }
+        };
+        Ok(progress)
     }
 
     /// The model's message arrived; `dispositions` say how to handle each of its tool calls, in
@@ -217,7 +249,9 @@ impl Machine {
         started_at: TimestampMs,
         latency_ms: u64,
     ) -> Progress {
-        self.turns += 1;
+        if let Some(run) = session.run.as_mut() {
+            run.turns = run.turns.saturating_add(1);
+        }
         session.usage += message.usage;
         if let Some(cost) = message.cost {
             session.cost += cost;
@@ -241,10 +275,10 @@ impl Machine {
         session.messages.push(Message::Assistant(message));
         // A failed message's tool calls are never executed: its arguments may be cut short.
         if let Some(status) = failure {
-            return self.finish_step(step, status);
+            return self.finish_step(session, step, status);
         }
         if calls.is_empty() {
-            return self.finish_step(step, SessionStatus::Completed);
+            return self.finish_step(session, step, SessionStatus::Completed);
         }
         let now = started_at + latency_ms;
         let slots = calls
@@ -271,7 +305,9 @@ impl Machine {
                 step.tool_results.push(rejected_execution(&slot.call, result, now));
             }
         }
-        session.open_turn = Some(OpenTurn { step, calls: slots });
+        if let Some(run) = session.run.as_mut() {
+            run.open_turn = Some(OpenTurn { step, calls: slots });
+        }
         self.advance(session)
     }
 
@@ -281,7 +317,7 @@ impl Machine {
         session: &mut Session,
         outcomes: Vec<ToolOutcome>,
     ) -> Progress {
-        if let Some(turn) = session.open_turn.as_mut() {
+        if let Some(turn) = session.open_turn_mut() {
             for outcome in outcomes {
                 if let Some(slot) = turn.calls.iter_mut().find(|s| {
                     s.call.id == outcome.result.tool_call_id && s.state == CallState::Running
@@ -297,7 +333,7 @@ impl Machine {
     /// The run is aborted: every unanswered call gets an error result, so the conversation
     /// stays valid for the next input, and the run ends `aborted`.
     pub(crate) fn abort(&mut self, session: &mut Session, now: TimestampMs) -> Progress {
-        if let Some(turn) = session.open_turn.as_mut() {
+        if let Some(turn) = session.open_turn_mut() {
             for slot in &mut turn.calls {
                 if !matches!(slot.state, CallState::Done { .. }) {
                     let result = ToolResultMessage::error(
@@ -316,7 +352,7 @@ impl Machine {
 
     /// Decides what follows from the open turn's state.
     fn advance(&mut self, session: &mut Session) -> Progress {
-        let Some(turn) = session.open_turn.as_ref() else {
+        let Some(turn) = session.open_turn() else {
             return Progress::next(Next::CallModel);
         };
         let mut run = Vec::new();
@@ -338,7 +374,10 @@ impl Machine {
         if remote {
             return Progress::next(Next::Suspend(SessionStatus::AwaitingToolExecution));
         }
-        let Some(turn) = session.open_turn.take() else {
+        let Some(run) = session.run.as_mut() else {
+            return Progress::next(Next::CallModel);
+        };
+        let Some(turn) = run.open_turn.take() else {
             return Progress::next(Next::CallModel);
         };
         let OpenTurn { mut step, calls } = turn;
@@ -352,18 +391,25 @@ impl Machine {
                 results.push(result);
             }
         }
-        session.messages.extend(results.iter().cloned().map(Message::ToolResult));
-        let next = if self.turns >= self.max_turns {
+        let next = if run.turns >= self.max_turns {
             Next::Finish(SessionStatus::MaxTurns)
         } else {
             Next::CallModel
         };
-        self.steps.push(step.clone());
+        run.steps.push(step.clone());
+        session.messages.extend(results.iter().cloned().map(Message::ToolResult));
         Progress { completed: Some(CompletedTurn { results, step }), next }
     }
 
-    fn finish_step(&mut self, step: AgentStep, status: SessionStatus) -> Progress {
-        self.steps.push(step.clone());
+    fn finish_step(
+        &mut self,
+        session: &mut Session,
+        step: AgentStep,
+        status: SessionStatus,
+    ) -> Progress {
+        if let Some(run) = session.run.as_mut() {
+            run.steps.push(step.clone());
+        }
         Progress {
             completed: Some(CompletedTurn { results: Vec::new(), step }),
             next: Next::Finish(status),
@@ -372,7 +418,32 @@ impl Machine {
 }
 
 fn open_turn(session: &Session) -> Result<&OpenTurn, ExecuteError> {
-    session.open_turn.as_ref().ok_or_else(|| nothing_pending(&session.id))
+    session.open_turn().ok_or_else(|| nothing_pending(&session.id))
+}
+
+fn open_turn_mut(session: &mut Session) -> Result<&mut OpenTurn, ExecuteError> {
+    let id = session.id.clone();
+    session.open_turn_mut().ok_or_else(|| nothing_pending(&id))
+}
+
+/// A result for `id`, which no call of the open turn awaits: a call answered already (in this
+/// turn or an earlier one), or one that never was.
+fn unknown_or_answered(session: &Session, turn: &OpenTurn, id: &str) -> ExecuteError {
+    let in_turn =
+        turn.calls.iter().any(|s| s.call.id == id && matches!(s.state, CallState::Done { .. }));
+    // Searched only on this error path, newest first: the answer is usually recent.
+    let answered_before = || {
+        session
+            .messages
+            .iter()
+            .rev()
+            .any(|m| matches!(m, Message::ToolResult(r) if r.tool_call_id == id))
+    };
+    if in_turn || answered_before() {
+        ExecuteError::AlreadyAnswered(id.to_string())
+    } else {
+        ExecuteError::UnknownToolCall(id.to_string())
+    }
 }
 
 fn nothing_pending(session: &str) -> ExecuteError {

@@ -21,11 +21,8 @@ use weft_llm::{CancellationToken, ContentDelta, ModelRequest, ProviderStream, St
 use crate::agent::{AgentInner, SessionHandle, ToolGate};
 use crate::catalog::{Catalog, Resolved};
 use crate::execute::{Emitter, ExecuteResult};
-use crate::machine::{CompletedTurn, Disposition, Machine, Next, Progress, ToolOutcome};
+use crate::machine::{CompletedTurn, Disposition, MODE, Machine, Next, Progress, ToolOutcome};
 use crate::tool::{ToolContext, ToolEvent};
-
-/// The agent mode this driver runs.
-const MODE: &str = "react";
 
 /// One run in progress.
 pub(crate) struct Run {
@@ -57,9 +54,10 @@ impl Run {
     /// Borrows the run so that, should it panic (a hook or a provider breaking its contract),
     /// [`Run::end_after_panic`] can still close the stream with the events already numbered.
     pub(crate) async fn drive(&mut self, input: Option<Message>, first: Progress) -> ExecuteResult {
+        let run_id = self.session.lock().session.run.as_ref().map(|r| r.run_id.clone());
         self.emitter.emit(AgentEvent::SessionStart {
             session_id: self.session_id.clone(),
-            run_id: uuid::Uuid::new_v4().to_string(),
+            run_id: run_id.unwrap_or_default(),
             agent: MODE.to_string(),
         });
         if let Some(message) = input {
@@ -111,16 +109,17 @@ impl Run {
                 self.agent.config.max_turns
             ));
         }
-        let (messages, pending_tool_calls, pending_approvals) = {
+        let (messages, pending_tool_calls, pending_approvals, steps) = {
             let mut state = self.session.lock();
             let s = &mut state.session;
-            s.status = status;
+            let steps = self.machine.end(s, status);
             s.last_event_seq = self.emitter.seq() + 1;
             s.version += 1;
             s.updated_at = now_ms();
             state.run = None;
             let s = &state.session;
-            (s.messages[self.start_len..].to_vec(), s.pending_tool_calls(), s.pending_approvals())
+            let messages = s.messages.get(self.start_len..).unwrap_or_default().to_vec();
+            (messages, s.pending_tool_calls(), s.pending_approvals(), steps)
         };
         if status == SessionStatus::AwaitingToolExecution
             || (status == SessionStatus::AwaitingApproval && !pending_tool_calls.is_empty())
@@ -150,7 +149,7 @@ impl Run {
             pending_approvals,
             usage,
             cost,
-            steps: self.machine.take_steps(),
+            steps,
             error: self.error.take(),
         }
     }
@@ -352,7 +351,7 @@ impl Run {
     async fn run_tools(&mut self, calls: Vec<ToolCall>) -> Progress {
         let node_id = {
             let state = self.session.lock();
-            let index = state.session.open_turn.as_ref().map_or(0, |t| t.step.step_index);
+            let index = state.session.open_turn().map_or(0, |t| t.step.step_index);
             format!("act-{index}")
         };
         self.emitter.emit(AgentEvent::NodeEnter { name: "act".into(), node_id: node_id.clone() });

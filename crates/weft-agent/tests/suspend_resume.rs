@@ -320,3 +320,67 @@ async fn a_result_before_the_deadline_wins() {
     assert_eq!(provider.calls(), 2, "the watchdog found nothing to expire");
     assert_eq!(session.snapshot().messages.len(), 4);
 }
+
+#[tokio::test]
+async fn a_result_for_a_call_answered_already_is_refused_and_changes_nothing() {
+    let provider = Recording::new([
+        FauxTurn::tool_call("read_page", json!({"selector": "h1"})),
+        FauxTurn::tool_call("read_page", json!({"selector": "h2"})),
+        FauxTurn::text("Done."),
+    ]);
+    let agent = counting_agent(provider.clone(), Arc::default(), false);
+    let session = agent
+        .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .unwrap();
+    let (_, first) = run(&agent, &session, Input::text("Read two headings")).await;
+    let call = first.pending_tool_calls[0].clone();
+    let (_, second) =
+        run(&agent, &session, Input::ToolResults(vec![ToolResultMessage::ok(&call, "A")])).await;
+    assert_eq!(second.status, SessionStatus::AwaitingToolExecution);
+
+    // The first call was answered in an earlier turn: the same answer again is refused.
+    let before = session.snapshot();
+    let again = ToolResultMessage::ok(&call, "A");
+    let err = agent.execute(&session, Input::ToolResults(vec![again])).err().unwrap();
+    assert_eq!(err, ExecuteError::AlreadyAnswered(call.id.clone()));
+    assert_eq!(err.to_string(), format!("tool call {:?} was answered already", call.id));
+    assert_eq!(session.snapshot(), before, "a refused answer changes nothing");
+    assert_eq!(provider.calls(), 2);
+}
+
+#[tokio::test]
+async fn max_turns_counts_model_calls_across_the_resumes_of_one_run() {
+    let provider = Recording::new([
+        FauxTurn::tool_call("read_page", json!({"selector": "h1"})),
+        FauxTurn::tool_call("read_page", json!({"selector": "h2"})),
+        FauxTurn::tool_call("read_page", json!({"selector": "h3"})),
+        FauxTurn::text("never reached"),
+    ]);
+    let agent = Agent::builder(provider.clone()).max_turns(2).build().unwrap();
+    let session = agent
+        .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .unwrap();
+    let (events, first) = run(&agent, &session, Input::text("Read headings")).await;
+    let run_id = |events: &[AgentEvent]| match events.first() {
+        Some(AgentEvent::SessionStart { run_id, .. }) => run_id.clone(),
+        other => panic!("{other:?}"),
+    };
+    let first_run = run_id(&events);
+    let call = first.pending_tool_calls[0].clone();
+    let (events, second) =
+        run(&agent, &session, Input::ToolResults(vec![ToolResultMessage::ok(&call, "A")])).await;
+    assert_eq!(run_id(&events), first_run, "a resume goes on with the same run");
+    assert_eq!(second.status, SessionStatus::AwaitingToolExecution);
+    let call = second.pending_tool_calls[0].clone();
+    let (_, third) =
+        run(&agent, &session, Input::ToolResults(vec![ToolResultMessage::ok(&call, "B")])).await;
+    // Two model calls were made by this run (one per execute so far): the limit is reached.
+    assert_eq!(third.status, SessionStatus::MaxTurns);
+    assert_eq!(provider.calls(), 2);
+
+    // A new user message starts a new run with a fresh count.
+    let (events, fourth) = run(&agent, &session, Input::text("Go on")).await;
+    assert_ne!(run_id(&events), first_run);
+    assert_eq!(fourth.status, SessionStatus::AwaitingToolExecution);
+    assert_eq!(provider.calls(), 3);
+}

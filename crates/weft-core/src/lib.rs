@@ -8,7 +8,9 @@
 //! - [`tool`]: [`ToolSpec`], what a model is told about a tool;
 //! - [`event`]: [`AgentEvent`], the one closed set of events a run emits;
 //! - [`step`]: the step trace ([`AgentStep`], [`ToolExecutionResult`], [`AgentResponse`]);
-//! - [`session`]: [`Session`], its status, and the [`Input`] that starts or resumes a run.
+//! - [`session`]: [`Session`], its status, and the [`Input`] that starts or resumes a run;
+//! - [`store`]: the durable shape of a session ([`SessionHead`], [`RunState`], [`Commit`],
+//!   [`EventRecord`]) and the [`SessionStore`] contract its backends implement.
 //!
 //! This crate is plain data: it does no IO and uses no async runtime. Its JSON form is the agent
 //! plan's (camelCase fields, `type`/`role` tags), specified on each type.
@@ -26,6 +28,7 @@ pub mod event;
 pub mod message;
 pub mod session;
 pub mod step;
+pub mod store;
 pub mod tool;
 pub mod usage;
 
@@ -38,6 +41,10 @@ pub use session::{ApprovalDecision, CallSlot, CallState, Input, OpenTurn, Sessio
 pub use step::{
     AgentResponse, AgentStep, CitationRef, SafetyNote, SafetyVerdict, StepAnnotations,
     ToolExecutionResult,
+};
+pub use store::{
+    Checkpoint, Commit, EventRecord, OwnerScope, RunChange, RunState, SessionHead, SessionStore,
+    StoreError, StoreFuture, StoredSession,
 };
 pub use tool::ToolSpec;
 pub use usage::{Cost, Prices, Usage};

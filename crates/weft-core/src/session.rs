@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use crate::message::{Message, TimestampMs, ToolCall, ToolResultMessage, UserMessage};
 use crate::step::AgentStep;
+use crate::store::{RunState, SessionHead, StoredSession};
 use crate::tool::ToolSpec;
 use crate::usage::{Cost, Usage};
 
@@ -271,12 +272,13 @@ pub struct Session {
     /// Cost over the session's life.
     #[serde(default)]
     pub cost: Cost,
-    /// The turn whose tool calls are not all answered (kept while a run is suspended on it).
+    /// The state of the current or suspended run (its open turn, turn count, steps …); `None`
+    /// when no run is under way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub open_turn: Option<OpenTurn>,
-    /// The last checkpoint of a run's state, for modes that keep one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checkpoint: Option<Value>,
+    pub run: Option<RunState>,
+    /// Other options the session was created with (mode, limits …), kept as given.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub options: Value,
     /// Bumped on every change (optimistic concurrency).
     #[serde(default)]
     pub version: u64,
@@ -313,8 +315,8 @@ impl Session {
             messages: Vec::new(),
             usage: Usage::default(),
             cost: Cost::default(),
-            open_turn: None,
-            checkpoint: None,
+            run: None,
+            options: Value::Null,
             version: 0,
             last_event_seq: 0,
             step_count: 0,
@@ -324,14 +326,82 @@ impl Session {
         }
     }
 
+    /// The turn whose tool calls are not all answered, if a run is on one.
+    pub fn open_turn(&self) -> Option<&OpenTurn> {
+        self.run.as_ref()?.open_turn.as_ref()
+    }
+
+    /// The open turn, to change it.
+    pub fn open_turn_mut(&mut self) -> Option<&mut OpenTurn> {
+        self.run.as_mut()?.open_turn.as_mut()
+    }
+
     /// Calls waiting for a remote result.
     pub fn pending_tool_calls(&self) -> Vec<ToolCall> {
-        self.open_turn.iter().flat_map(|t| t.pending_tool_calls().cloned()).collect()
+        self.open_turn().iter().flat_map(|t| t.pending_tool_calls().cloned()).collect()
     }
 
     /// Calls waiting for approval.
     pub fn pending_approvals(&self) -> Vec<ToolCall> {
-        self.open_turn.iter().flat_map(|t| t.pending_approvals().cloned()).collect()
+        self.open_turn().iter().flat_map(|t| t.pending_approvals().cloned()).collect()
+    }
+
+    /// The earliest deadline among the remote calls the open turn waits for.
+    pub fn next_deadline(&self) -> Option<TimestampMs> {
+        self.open_turn()?
+            .calls
+            .iter()
+            .filter_map(|slot| match slot.state {
+                CallState::AwaitingResult { deadline, .. } => Some(deadline),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// The session's head: what a store rewrites on every commit.
+    pub fn head(&self) -> SessionHead {
+        SessionHead {
+            id: self.id.clone(),
+            owner: self.owner.clone(),
+            status: self.status,
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            system_prompt: self.system_prompt.clone(),
+            tools: self.tools.clone(),
+            options: self.options.clone(),
+            usage: self.usage,
+            cost: self.cost,
+            message_count: self.messages.len() as u64,
+            step_count: self.step_count,
+            next_deadline: self.next_deadline(),
+            version: self.version,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+
+    /// The session a store loaded.
+    pub fn from_stored(stored: StoredSession) -> Self {
+        let StoredSession { head, messages, run, last_seq, reserved_seq } = stored;
+        Self {
+            id: head.id,
+            status: head.status,
+            provider: head.provider,
+            model: head.model,
+            system_prompt: head.system_prompt,
+            tools: head.tools,
+            messages,
+            usage: head.usage,
+            cost: head.cost,
+            run,
+            options: head.options,
+            version: head.version,
+            last_event_seq: last_seq.max(reserved_seq),
+            step_count: head.step_count,
+            created_at: head.created_at,
+            updated_at: head.updated_at,
+            owner: head.owner,
+        }
     }
 }
 

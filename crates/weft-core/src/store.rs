@@ -1,0 +1,372 @@
+//! The durable shape of a session and the [`SessionStore`] contract.
+//!
+//! A session is stored as three parts that change at different rates:
+//!
+//! - its **head** ([`SessionHead`]): status, model, options, usage, cost and `version`, rewritten
+//!   by every commit (a few hundred bytes);
+//! - its **message log**: append-only, each message written once at its index;
+//! - the **run state** ([`RunState`]) of its current or suspended run: the open turn with each
+//!   call's state, the run's turn count, the steps it finished, deadlines.
+//!
+//! Beside them, every event the session ever emitted is an [`EventRecord`] in the session's event
+//! log, numbered by `seq`: strictly increasing over the session's whole life and never reused.
+//! Sequence numbers are handed out in blocks reserved durably ([`SessionStore::reserve_seqs`]),
+//! so that a process that dies after streaming an event nobody stored yet cannot lead another
+//! process to give its number to a different event.
+//!
+//! Changes reach the store as a [`Commit`], applied in one transaction and only if the session's
+//! `version` is still the one the commit was made against; otherwise the store answers
+//! [`StoreError::Conflict`] and changes nothing. Starting a run is such a commit (status
+//! `running`), so two processes can never both start a run on one session.
+//!
+//! This module is plain data and a trait: backends (memory, SQLite, Postgres) live in
+//! `weft-store`, and the agent sees storage only through [`SessionStore`].
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::event::AgentEvent;
+use crate::message::{Message, TimestampMs};
+use crate::session::{OpenTurn, SessionStatus};
+use crate::step::AgentStep;
+use crate::tool::ToolSpec;
+use crate::usage::{Cost, Usage};
+
+/// A boxed future, as the store's methods return (the contract is object-safe, so a server can
+/// hold `Arc<dyn SessionStore>`).
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// One event of a session, as the event log keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventRecord {
+    /// The session.
+    pub session_id: Arc<str>,
+    /// The run that emitted it.
+    pub run_id: Arc<str>,
+    /// Its number in the session: strictly increasing over the session's life, never reused.
+    pub seq: u64,
+    /// The node run it belongs to, when it belongs to one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<Arc<str>>,
+    /// When it was emitted.
+    pub at: TimestampMs,
+    /// The event.
+    pub event: AgentEvent,
+}
+
+/// What a session is, without its messages: rewritten by every commit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionHead {
+    /// Its id.
+    pub id: String,
+    /// Who owns it (an API key's owner), if anyone. Fixed at creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Where it stands.
+    pub status: SessionStatus,
+    /// The provider of the last (or next) model call.
+    pub provider: String,
+    /// The model of the last (or next) model call.
+    pub model: String,
+    /// The system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// The session's own tools (remote tools: specs given by the client).
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+    /// Other options the session was created with (mode, limits …), kept as given.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub options: Value,
+    /// Tokens used over the session's life.
+    #[serde(default)]
+    pub usage: Usage,
+    /// Cost over the session's life.
+    #[serde(default)]
+    pub cost: Cost,
+    /// How many messages the log holds.
+    #[serde(default)]
+    pub message_count: u64,
+    /// How many steps (model calls) the session has made.
+    #[serde(default)]
+    pub step_count: u32,
+    /// The earliest deadline of a remote call its suspended run waits for (what the deadline
+    /// sweeper looks for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_deadline: Option<TimestampMs>,
+    /// Bumped by every commit (optimistic concurrency).
+    #[serde(default)]
+    pub version: u64,
+    /// When it was created.
+    pub created_at: TimestampMs,
+    /// When it last changed.
+    pub updated_at: TimestampMs,
+}
+
+/// The state of a session's current or suspended run: everything needed to go on with it in
+/// another process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunState {
+    /// The run's id (the same across its resumes).
+    pub run_id: String,
+    /// The agent mode (`react`, `tot`, `got`).
+    pub mode: String,
+    /// How many model calls the run has made, over all its resumes (`max_turns` counts these).
+    #[serde(default)]
+    pub turns: u32,
+    /// The turn whose tool calls are not all answered, with each call's state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_turn: Option<OpenTurn>,
+    /// The steps the run finished, in order.
+    #[serde(default)]
+    pub steps: Vec<AgentStep>,
+    /// The mode's own state, for modes that keep one.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub mode_state: Value,
+    /// When the run started.
+    pub started_at: TimestampMs,
+}
+
+/// What a commit does to the run state.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(tag = "op", content = "run", rename_all = "snake_case")]
+pub enum RunChange {
+    /// Leaves it as it is.
+    #[default]
+    Keep,
+    /// Replaces it.
+    Set(Box<RunState>),
+    /// Removes it (the run is over).
+    Clear,
+}
+
+/// A set of changes to one session, applied in one transaction, only if the stored head's
+/// `version` is `expected_version`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Commit {
+    /// The version the changes were made against.
+    pub expected_version: u64,
+    /// The new head. Its `version` must be `expected_version + 1`, and its `message_count` the
+    /// old count plus `messages.len()`.
+    pub head: SessionHead,
+    /// Messages appended to the log, the first at the old `message_count`.
+    #[serde(default)]
+    pub messages: Vec<Message>,
+    /// What happens to the run state.
+    #[serde(default)]
+    pub run: RunChange,
+    /// Events stored with the change (seq order; each above every seq already stored).
+    #[serde(default)]
+    pub events: Vec<EventRecord>,
+}
+
+/// A session as loaded from a store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredSession {
+    /// Its head.
+    pub head: SessionHead,
+    /// The whole message log, in order.
+    pub messages: Vec<Message>,
+    /// The current or suspended run, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunState>,
+    /// The seq of its last stored event (0: none).
+    pub last_seq: u64,
+    /// The highest seq reserved so far (numbering goes on above it).
+    pub reserved_seq: u64,
+}
+
+/// A saved state of a run, by (session, namespace, id).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Checkpoint {
+    /// The session (the protocol's `thread_id`).
+    pub session_id: String,
+    /// The protocol's `checkpoint_ns` (`""` for the top level).
+    pub namespace: String,
+    /// The protocol's `checkpoint_id`.
+    pub id: String,
+    /// The checkpoint it follows, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    /// When it was taken.
+    pub at: TimestampMs,
+    /// The saved state.
+    pub value: Value,
+}
+
+/// Who may see a session in listing and deletion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnerScope<'a> {
+    /// Every session (a single-user CLI, an operator).
+    Any,
+    /// Only this owner's sessions.
+    Owner(&'a str),
+}
+
+impl OwnerScope<'_> {
+    /// Whether a session owned by `owner` is in scope.
+    pub fn admits(&self, owner: Option<&str>) -> bool {
+        match self {
+            OwnerScope::Any => true,
+            OwnerScope::Owner(o) => owner == Some(*o),
+        }
+    }
+}
+
+/// Why a store refused or failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    /// No session with this id.
+    NotFound(String),
+    /// A session with this id exists already.
+    AlreadyExists(String),
+    /// The session changed since the commit's base version: nothing was written.
+    Conflict {
+        /// The session.
+        session_id: String,
+        /// The version the commit was made against.
+        expected: u64,
+        /// The version stored.
+        found: u64,
+    },
+    /// The commit or record is not consistent with what is stored (a message index or seq out
+    /// of order): a bug in the caller, nothing was written.
+    Invalid(String),
+    /// The backend failed (connection, disk, corrupt data). The text says what, never a secret.
+    Backend(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::NotFound(id) => write!(f, "unknown session {id}"),
+            StoreError::AlreadyExists(id) => write!(f, "session {id} exists already"),
+            StoreError::Conflict { session_id, expected, found } => write!(
+                f,
+                "session {session_id} changed concurrently (expected version {expected}, found {found})"
+            ),
+            StoreError::Invalid(why) => write!(f, "invalid store operation: {why}"),
+            StoreError::Backend(why) => write!(f, "session store failed: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// Durable sessions: heads, message logs, run states, event logs, checkpoints and leases.
+///
+/// Every method is atomic. A backend never loses what it acknowledged, never reorders a
+/// session's events, and answers a stale commit with [`StoreError::Conflict`].
+pub trait SessionStore: Send + Sync + 'static {
+    /// The backend's name for logs and errors (`memory`, `sqlite`, `postgres`).
+    fn kind(&self) -> &'static str;
+
+    /// Stores a new session (head with `version` 0 and `message_count` = `messages.len()`).
+    /// [`StoreError::AlreadyExists`] if the id is taken.
+    fn create<'a>(&'a self, head: SessionHead, messages: Vec<Message>) -> StoreFuture<'a, ()>;
+
+    /// Loads a session: head, messages, run state and its event-log positions.
+    fn load<'a>(&'a self, session_id: &'a str) -> StoreFuture<'a, Option<StoredSession>>;
+
+    /// Loads only a session's head.
+    fn head<'a>(&'a self, session_id: &'a str) -> StoreFuture<'a, Option<SessionHead>>;
+
+    /// Applies `commit` if the head's version is still `commit.expected_version`.
+    fn commit<'a>(&'a self, commit: Commit) -> StoreFuture<'a, ()>;
+
+    /// Reserves `count` sequence numbers and returns the first; numbering goes on above every
+    /// number reserved before, in any process.
+    fn reserve_seqs<'a>(&'a self, session_id: &'a str, count: u64) -> StoreFuture<'a, u64>;
+
+    /// Appends events (in seq order, each above every seq already stored) outside a commit.
+    fn append_events<'a>(
+        &'a self,
+        session_id: &'a str,
+        events: Vec<EventRecord>,
+    ) -> StoreFuture<'a, ()>;
+
+    /// Up to `limit` events with seq greater than `after_seq`, in order.
+    fn read_events<'a>(
+        &'a self,
+        session_id: &'a str,
+        after_seq: u64,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<EventRecord>>;
+
+    /// Waits until the session has an event after `after_seq` (appended by any process) or
+    /// `timeout` passes; says whether there is one.
+    fn wait_events<'a>(
+        &'a self,
+        session_id: &'a str,
+        after_seq: u64,
+        timeout: Duration,
+    ) -> StoreFuture<'a, bool>;
+
+    /// Stores a checkpoint (replacing one with the same session, namespace and id).
+    fn put_checkpoint<'a>(&'a self, checkpoint: Checkpoint) -> StoreFuture<'a, ()>;
+
+    /// One checkpoint, or the latest of the namespace when `id` is `None`.
+    fn get_checkpoint<'a>(
+        &'a self,
+        session_id: &'a str,
+        namespace: &'a str,
+        id: Option<&'a str>,
+    ) -> StoreFuture<'a, Option<Checkpoint>>;
+
+    /// The namespace's checkpoints, oldest first.
+    fn list_checkpoints<'a>(
+        &'a self,
+        session_id: &'a str,
+        namespace: &'a str,
+    ) -> StoreFuture<'a, Vec<Checkpoint>>;
+
+    /// The heads of the sessions in scope, most recently updated first, at most `limit`.
+    fn list_sessions<'a>(
+        &'a self,
+        scope: OwnerScope<'a>,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<SessionHead>>;
+
+    /// Deletes a session in scope with everything it has (messages, run, events, checkpoints,
+    /// lease); says whether there was one.
+    fn delete_session<'a>(
+        &'a self,
+        session_id: &'a str,
+        scope: OwnerScope<'a>,
+    ) -> StoreFuture<'a, bool>;
+
+    /// Takes the lease on running the session's run for `ttl`, if nobody else holds an
+    /// unexpired one (the holder itself may take it again). Says whether `holder` has it now.
+    fn acquire_lease<'a>(
+        &'a self,
+        session_id: &'a str,
+        holder: &'a str,
+        ttl: Duration,
+    ) -> StoreFuture<'a, bool>;
+
+    /// Extends `holder`'s lease by `ttl` from now; `false` if it lost it (expired and taken).
+    fn renew_lease<'a>(
+        &'a self,
+        session_id: &'a str,
+        holder: &'a str,
+        ttl: Duration,
+    ) -> StoreFuture<'a, bool>;
+
+    /// Gives the lease up, if `holder` holds it.
+    fn release_lease<'a>(&'a self, session_id: &'a str, holder: &'a str) -> StoreFuture<'a, ()>;
+
+    /// Sessions that are `running` with no unexpired lease (their process died), or suspended
+    /// with a remote-call deadline at or before `now`: what recovery and the deadline sweeper
+    /// look for. At most `limit` ids.
+    fn due_sessions<'a>(&'a self, now: TimestampMs, limit: usize) -> StoreFuture<'a, Vec<String>>;
+}
