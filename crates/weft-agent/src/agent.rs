@@ -302,7 +302,7 @@ impl Agent {
                 input,
                 |name| tools.get(name).is_some(),
                 now_ms(),
-                || uuid::Uuid::new_v4().to_string(),
+                uuid::Uuid::new_v4().to_string(),
             )?;
             state.session.status = SessionStatus::Running;
             state.run = Some(cancel.clone());

@@ -118,7 +118,7 @@ impl Machine {
         input: Input,
         is_local: impl Fn(&str) -> bool,
         now: TimestampMs,
-        new_run_id: impl FnOnce() -> String,
+        run_id: String,
     ) -> Result<Progress, ExecuteError> {
         // A new run starts with no steps; a resumed one reports the steps it finishes from now.
         self.first_step = session.run.as_ref().map_or(0, |run| run.steps.len());
@@ -139,7 +139,7 @@ impl Machine {
                 session.messages.push(Message::User(message));
                 self.first_step = 0;
                 session.run = Some(RunState {
-                    run_id: new_run_id(),
+                    run_id: run_id.clone(),
                     mode: MODE.to_string(),
                     turns: 0,
                     open_turn: None,
@@ -235,6 +235,11 @@ impl Machine {
                 self.advance(session)
             }
         };
+        // Each execution is a run of its own on the wire (its own `run_start`/`RUN_STARTED`);
+        // what the logical run accumulates (turns, steps) stays in the run state.
+        if let Some(run) = session.run.as_mut() {
+            run.run_id = run_id;
+        }
         Ok(progress)
     }
 

@@ -114,7 +114,9 @@ pub struct SessionHead {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunState {
-    /// The run's id (the same across its resumes).
+    /// The id of the run's current execution: a resume is an execution of its own with a new
+    /// id, as the wire formats expect (`run_start`, `RUN_STARTED`), while the turn count and
+    /// steps accumulate over all of them.
     pub run_id: String,
     /// The agent mode (`react`, `tot`, `got`).
     pub mode: String,
