@@ -14,24 +14,29 @@
 //! | canonical event | frame |
 //! | --- | --- |
 //! | `step_start` | `agent.llm.started` |
-//! | `text_delta` | `agent.llm.output_text.delta`, `llm_delta` |
-//! | `text_end` | `agent.llm.output_text.delta` without `llm_delta`, `annotations: {content_index, done: true, text}` (the block's whole text: it closes the block) |
-//! | `thinking_delta` | `agent.llm.reasoning`, `llm_delta` |
-//! | `thinking_end` | `agent.llm.reasoning`, `annotations: {content_index, done: true, thinking, signature?}` |
-//! | `toolcall_start` | `agent.llm.tool_call.delta`, `tool_call: {id, name, arguments_delta: ""}` |
+//! | `text_delta` | `agent.llm.output_text.delta`, `llm_delta` (the fragment) |
+//! | `thinking_delta` | `agent.llm.reasoning`, `llm_delta` (the fragment) |
+//! | `toolcall_start` | `agent.llm.tool_call.delta`, `tool_call: {id, name, arguments_delta: ""}` (names the call before its arguments stream) |
 //! | `toolcall_delta` | `agent.llm.tool_call.delta`, `tool_call: {id, name, arguments_delta}` |
-//! | `toolcall_end` | `agent.llm.tool_call.delta`, `tool_call: {id, name, arguments}`, `annotations: {content_index, done: true}` |
-//! | assistant `message_end` | `agent.llm.completed`, `step` with `llm_response` and no `tool_results` |
+//! | assistant `message_end` of a complete response | `agent.llm.completed`, `step` with `llm_response` and no `tool_results` |
+//! | assistant `message_end` of a failed call (stop reason `error` or `aborted`) | nothing: the response is not complete; the step's `agent.step.failed` carries it |
 //! | `tool_execution_start` | `agent.tool.started`, `tool_call` |
 //! | `tool_execution_delta` | `agent.tool.output`, `tool_result: {call: {id, name}, output}` (the increment) |
 //! | `tool_execution_end` | `agent.tool.completed`, or `agent.tool.failed` when `isError` (`tool_result.error` set) |
 //! | `approval_required` | `agent.tool.approval_requested`, one per call, `tool_call` |
 //! | `awaiting_tool_execution` | `agent.run.suspended`, `annotations: {status: "awaiting_tool_execution", tool_calls: [...]}` |
-//! | `step_end` | `agent.step.completed` with the whole `step`, or `agent.step.failed` with `step` and `error` when the model call stopped with `error`/`aborted` |
+//! | `step_end` | first one `agent.tool.failed` (the whole `ToolExecutionResult`, `tool_result.error` set) per error result no `tool_execution_end` of this stream reported (calls that never ran: unknown tool, invalid arguments, denied, blocked; remote error results), in the model's order; then `agent.step.completed` with the whole `step`, or `agent.step.failed` with `step` and `error` when the model call stopped with `error`/`aborted` |
 //! | `error` | nothing when it reports a failed model call (the `agent.step.failed` of its step follows and carries it); otherwise `agent.step.failed` with `error` and no `step` |
 //! | `state_*`, `tot_*`, `got_*`, `custom` | `agent.custom`, `annotations: {event: <the canonical event>}` |
 //! | `session_end` | `agent.run.completed` (last): `step` = the run's last step when it ended in this run and no step started after it, `error` when the status is `error`, `aborted` or `max_turns`, `annotations: {status, usage, cost}` |
-//! | `session_start`, user and tool-result messages, `message_start`, `*_start` of text and thinking, nodes, `checkpoint` | nothing (tool results are in the step's `tool_results`) |
+//! | `session_start`, user and tool-result messages, `message_start`, `*_start` and `*_end` of text, thinking and tool calls, nodes, `checkpoint` | nothing (a block's whole content is in the `llm_response` of `agent.llm.completed` or `agent.step.failed`; tool results are in the step's `tool_results`) |
+//!
+//! **Deltas are deltas.** Every `agent.llm.output_text.delta` and `agent.llm.reasoning` frame
+//! carries its fragment in `llm_delta`, and every `agent.llm.tool_call.delta` its fragment in
+//! `tool_call.arguments_delta`: concatenating them gives exactly what the model streamed. The
+//! start and end of a block are not sent: the spec's event set has no event for them (and is a
+//! closed set, extended only by explicitly registered new families such as `agent.planner.*`),
+//! and the whole blocks arrive once, in the `llm_response` of `agent.llm.completed`.
 //!
 //! **Steps.** `step` is the spec's `AgentStep` in snake_case: `step_id`, `step_index`,
 //! `timestamp` (RFC 3339, UTC, milliseconds), `llm_response` (the canonical assistant message,
@@ -47,19 +52,20 @@
 //! runs), its frames name it; a stream that starts with a resumed run does not know the step
 //! until its `step_end`, and frames before it carry `step_index: -1`, `step_id: ""`.
 //!
-//! **Decoding.** [`decode`] rebuilds the [`Transcript`] from these frames alone: texts and
-//! thinking from the blocks' closing frames, tool calls from the `done` tool-call frames, tool
-//! results from the `tool_results` of `agent.step.completed`/`failed` (which also hold the results
-//! that never ran locally: remote results, unknown tools, invalid arguments, denials), pending
-//! calls from `agent.tool.approval_requested` and `agent.run.suspended` (a frame after an
-//! `agent.run.completed` starts a new run, with nothing pending), and the status from
-//! `agent.run.completed`.
+//! **Decoding.** [`decode`] rebuilds the [`Transcript`] from these frames alone: texts,
+//! thinking and tool calls from the content of each model response, in the `llm_response` of
+//! `agent.llm.completed` or, for a failed call, of `agent.step.failed` (the deltas are not
+//! needed), tool results from the `tool_results` of `agent.step.completed`/`failed` (which also
+//! hold the results that never ran locally: remote results, unknown tools, invalid arguments,
+//! denials), pending calls from `agent.tool.approval_requested` and `agent.run.suspended` (a
+//! frame after an `agent.run.completed` starts a new run, with nothing pending), and the status
+//! from `agent.run.completed`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use weft_core::{
     AgentEvent, AgentStep, AssistantMessage, CitationRef, Cost, Message, SafetyNote, SessionStatus,
-    StepAnnotations, TimestampMs, ToolExecutionResult, Usage,
+    StepAnnotations, StopReason, TimestampMs, ToolExecutionResult, Usage,
 };
 
 pub use crate::native::DecodeError;
@@ -69,13 +75,13 @@ use crate::{Encoder, Frame};
 
 /// A step's model request starts.
 pub const LLM_STARTED: &str = "agent.llm.started";
-/// More text, or (with `annotations.done`) the end of a text block.
+/// More text: `llm_delta`.
 pub const LLM_OUTPUT_TEXT_DELTA: &str = "agent.llm.output_text.delta";
-/// More reasoning, or (with `annotations.done`) the end of a thinking block.
+/// More reasoning (thinking): `llm_delta`.
 pub const LLM_REASONING: &str = "agent.llm.reasoning";
-/// A tool call's start, more of its arguments, or (with `annotations.done`) the whole call.
+/// A tool call's start (an empty `arguments_delta`) or more of its arguments.
 pub const LLM_TOOL_CALL_DELTA: &str = "agent.llm.tool_call.delta";
-/// The model's whole response.
+/// The model's whole response (only when it is complete: not for a failed or aborted call).
 pub const LLM_COMPLETED: &str = "agent.llm.completed";
 /// A local tool starts.
 pub const TOOL_STARTED: &str = "agent.tool.started";
@@ -83,7 +89,8 @@ pub const TOOL_STARTED: &str = "agent.tool.started";
 pub const TOOL_OUTPUT: &str = "agent.tool.output";
 /// A local tool succeeded.
 pub const TOOL_COMPLETED: &str = "agent.tool.completed";
-/// A local tool failed.
+/// A tool call's result is an error: a local tool failed, or the call never ran (unknown tool,
+/// invalid arguments, denied, blocked), or a remote result is an error.
 pub const TOOL_FAILED: &str = "agent.tool.failed";
 /// A call waits for approval.
 pub const TOOL_APPROVAL_REQUESTED: &str = "agent.tool.approval_requested";
@@ -121,7 +128,8 @@ pub const EVENT_TYPES: [&str; 15] = [
 ///
 /// It remembers the current step's index and id, the tool calls of the message being streamed
 /// (to name them in argument deltas), the local executions under way (to name them in output
-/// deltas and give their arguments on completion), the run's last ended step and its last error.
+/// deltas and give their arguments on completion), the calls whose result an
+/// `agent.tool.completed`/`failed` already reported, the run's last ended step and its last error.
 #[derive(Debug)]
 pub struct AceaiEncoder {
     step_index: i64,
@@ -130,6 +138,8 @@ pub struct AceaiEncoder {
     calls: Vec<(u32, String, String)>,
     /// Local executions under way: id, name, arguments.
     running: Vec<(String, String, Value)>,
+    /// The open step's calls whose execution end was sent (their result is reported).
+    reported: Vec<String>,
     /// The run's last ended step, while no later step has started.
     last_step: Option<Box<AgentStep>>,
     /// The run's last failure.
@@ -144,6 +154,7 @@ impl AceaiEncoder {
             step_id: String::new(),
             calls: Vec::new(),
             running: Vec::new(),
+            reported: Vec::new(),
             last_step: None,
             error: None,
         }
@@ -203,22 +214,9 @@ impl Encoder for AceaiEncoder {
                 f.llm_delta = Some(delta);
                 out.push(Frame::json(&f));
             }
-            AgentEvent::TextEnd { index, text } => {
-                let mut f = self.frame(LLM_OUTPUT_TEXT_DELTA);
-                f.annotations = Notes::done(*index);
-                f.annotations.text = Some(text);
-                out.push(Frame::json(&f));
-            }
             AgentEvent::ThinkingDelta { delta, .. } => {
                 let mut f = self.frame(LLM_REASONING);
                 f.llm_delta = Some(delta);
-                out.push(Frame::json(&f));
-            }
-            AgentEvent::ThinkingEnd { index, thinking, signature } => {
-                let mut f = self.frame(LLM_REASONING);
-                f.annotations = Notes::done(*index);
-                f.annotations.thinking = Some(thinking);
-                f.annotations.signature = signature.as_deref();
                 out.push(Frame::json(&f));
             }
             AgentEvent::ToolcallStart { index, id, name } => {
@@ -234,14 +232,11 @@ impl Encoder for AceaiEncoder {
                     Some(CallOut { arguments_delta: Some(delta), ..CallOut::new(id, name) });
                 out.push(Frame::json(&f));
             }
-            AgentEvent::ToolcallEnd { index, tool_call } => {
-                let mut f = self.frame(LLM_TOOL_CALL_DELTA);
-                f.tool_call = Some(CallOut::of(tool_call));
-                f.annotations = Notes::done(*index);
-                out.push(Frame::json(&f));
-            }
             AgentEvent::MessageEnd { message } => {
-                if let Message::Assistant(m) = &**message {
+                // Only a complete response: a failed call's partial is on its failed step.
+                if let Message::Assistant(m) = &**message
+                    && !m.stop_reason.is_failure()
+                {
                     let mut f = self.frame(LLM_COMPLETED);
                     f.step = Some(StepOut::completed_message(self.step_index, &self.step_id, m));
                     out.push(Frame::json(&f));
@@ -268,6 +263,7 @@ impl Encoder for AceaiEncoder {
                     .iter()
                     .position(|(id, _, _)| id == tool_call_id)
                     .map(|i| self.running.swap_remove(i).2);
+                self.reported.push(tool_call_id.clone());
                 let mut f = self.frame(if *is_error { TOOL_FAILED } else { TOOL_COMPLETED });
                 let call =
                     CallOut { arguments: args.as_ref(), ..CallOut::new(tool_call_id, tool_name) };
@@ -293,6 +289,17 @@ impl Encoder for AceaiEncoder {
             AgentEvent::StepEnd { step } => {
                 self.step_index = i64::from(step.step_index);
                 self.step_id.clone_from(&step.step_id);
+                // Every other error result the model receives: calls that never ran (unknown
+                // tool, invalid arguments, denied, blocked), remote errors, and executions this
+                // stream did not see end (it started with a resumed run).
+                for r in &step.tool_results {
+                    if r.error.is_some() && !self.reported.contains(&r.call.id) {
+                        let mut f = self.frame(TOOL_FAILED);
+                        f.tool_result = Some(ResultOut::of(r));
+                        out.push(Frame::json(&f));
+                    }
+                }
+                self.reported.clear();
                 let failed = step.llm_response.stop_reason.is_failure();
                 let mut f = self.frame(if failed { STEP_FAILED } else { STEP_COMPLETED });
                 f.step = Some(StepOut::of(step));
@@ -353,7 +360,10 @@ impl Encoder for AceaiEncoder {
             AgentEvent::NodeEnter { .. }
             | AgentEvent::NodeExit { .. }
             | AgentEvent::TextStart { .. }
+            | AgentEvent::TextEnd { .. }
             | AgentEvent::ThinkingStart { .. }
+            | AgentEvent::ThinkingEnd { .. }
+            | AgentEvent::ToolcallEnd { .. }
             | AgentEvent::Checkpoint { .. } => {}
         }
     }
@@ -388,16 +398,6 @@ struct Out<'a> {
 #[derive(Serialize, Default)]
 struct Notes<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
-    content_index: Option<u32>,
-    #[serde(skip_serializing_if = "is_false")]
-    done: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    text: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    thinking: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    signature: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     status: Option<SessionStatus>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_calls: Option<Vec<CallOut<'a>>>,
@@ -409,23 +409,9 @@ struct Notes<'a> {
     event: Option<&'a AgentEvent>,
 }
 
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
 impl Notes<'_> {
-    /// The notes closing content block `index`.
-    fn done(index: u32) -> Self {
-        Self { content_index: Some(index), done: true, ..Self::default() }
-    }
-
     fn is_empty(&self) -> bool {
-        self.content_index.is_none()
-            && !self.done
-            && self.text.is_none()
-            && self.thinking.is_none()
-            && self.signature.is_none()
-            && self.status.is_none()
+        self.status.is_none()
             && self.tool_calls.is_none()
             && self.usage.is_none()
             && self.cost.is_none()
@@ -577,8 +563,6 @@ struct In {
     #[serde(default)]
     step: Option<StepIn>,
     #[serde(default)]
-    llm_delta: Option<String>,
-    #[serde(default)]
     tool_call: Option<CallIn>,
     #[serde(default)]
     annotations: NotesIn,
@@ -587,7 +571,39 @@ struct In {
 #[derive(Deserialize)]
 struct StepIn {
     #[serde(default)]
+    llm_response: Option<ResponseIn>,
+    #[serde(default)]
     tool_results: Vec<ResultIn>,
+}
+
+/// What the decoder reads of a model response: how it stopped and its content blocks.
+#[derive(Deserialize)]
+struct ResponseIn {
+    #[serde(default, rename = "stopReason")]
+    stop_reason: Option<StopReason>,
+    #[serde(default)]
+    content: Vec<BlockIn>,
+}
+
+/// A content block of a model response (canonical JSON: a `type` tag, camelCase).
+#[derive(Deserialize)]
+#[serde(tag = "type")]
+enum BlockIn {
+    #[serde(rename = "text")]
+    Text { text: String },
+    #[serde(rename = "thinking")]
+    Thinking { thinking: String },
+    #[serde(rename = "toolCall")]
+    ToolCall {
+        id: String,
+        #[serde(default)]
+        name: String,
+        #[serde(default)]
+        arguments: Value,
+    },
+    /// A kind of block the transcript does not record.
+    #[serde(other)]
+    Other,
 }
 
 #[derive(Deserialize)]
@@ -601,18 +617,11 @@ struct ResultIn {
 #[derive(Deserialize)]
 struct CallIn {
     id: String,
-    #[serde(default)]
-    name: String,
-    #[serde(default)]
-    arguments: Option<Value>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct NotesIn {
-    done: bool,
-    text: Option<String>,
-    thinking: Option<String>,
     status: Option<SessionStatus>,
     tool_calls: Vec<CallIn>,
 }
@@ -620,12 +629,10 @@ struct NotesIn {
 /// Decodes a whole AceAI stream into the [`Transcript`] it says (see the module docs for where
 /// each part comes from). The first frame that is not a JSON object, has no string
 /// `event_type`, has one this format does not send, or lacks what its type needs (the status of
-/// `agent.run.completed`, the call of a closing tool-call frame or of an approval request) is
-/// the error.
+/// `agent.run.completed`, the response of `agent.llm.completed`, the call of an approval
+/// request) is the error.
 pub fn decode(frames: &[Frame]) -> Result<Transcript, DecodeError> {
     let mut t = Transcript::default();
-    // The open text and thinking blocks' deltas (used when a closing frame has no whole text).
-    let (mut text, mut thinking) = (String::new(), String::new());
     let mut run_over = false;
     for (index, frame) in frames.iter().enumerate() {
         let fail = |reason: String| DecodeError::new(index, reason);
@@ -654,17 +661,11 @@ pub fn decode(frames: &[Frame]) -> Result<Transcript, DecodeError> {
             run_over = false;
         }
         match event_type {
-            LLM_OUTPUT_TEXT_DELTA => close_block(f, &mut text, &mut t.texts, |n| n.text),
-            LLM_REASONING => close_block(f, &mut thinking, &mut t.thinking, |n| n.thinking),
-            LLM_TOOL_CALL_DELTA if f.annotations.done => {
-                let call = f
-                    .tool_call
-                    .ok_or_else(|| fail("closing tool-call frame without \"tool_call\"".into()))?;
-                t.tool_calls.push(CallRecord {
-                    id: call.id,
-                    name: call.name,
-                    arguments: call.arguments.unwrap_or(Value::Null),
-                });
+            LLM_COMPLETED => {
+                let response = f.step.and_then(|s| s.llm_response).ok_or_else(|| {
+                    fail("agent.llm.completed without \"step.llm_response\"".into())
+                })?;
+                add_response(&mut t, response);
             }
             TOOL_APPROVAL_REQUESTED => {
                 let call = f
@@ -674,8 +675,16 @@ pub fn decode(frames: &[Frame]) -> Result<Transcript, DecodeError> {
             }
             RUN_SUSPENDED => t.pending.extend(f.annotations.tool_calls.into_iter().map(|c| c.id)),
             STEP_COMPLETED | STEP_FAILED => {
-                let results = f.step.map(|s| s.tool_results).unwrap_or_default();
-                t.tool_results.extend(results.into_iter().map(|r| ResultRecord {
+                let Some(step) = f.step else { continue };
+                // A failed model call has no `agent.llm.completed`: its partial response is
+                // here.
+                if event_type == STEP_FAILED
+                    && let Some(response) = step.llm_response
+                    && response.stop_reason.is_some_and(StopReason::is_failure)
+                {
+                    add_response(&mut t, response);
+                }
+                t.tool_results.extend(step.tool_results.into_iter().map(|r| ResultRecord {
                     id: r.call.id,
                     output: r.output,
                     is_error: r.error.is_some(),
@@ -694,20 +703,17 @@ pub fn decode(frames: &[Frame]) -> Result<Transcript, DecodeError> {
     Ok(t)
 }
 
-/// A text or reasoning frame: a delta adds to the open block; a closing frame ends it, with
-/// its whole content (or, lacking it, the deltas).
-fn close_block(
-    f: In,
-    open: &mut String,
-    blocks: &mut Vec<String>,
-    whole: impl FnOnce(NotesIn) -> Option<String>,
-) {
-    if let Some(delta) = &f.llm_delta {
-        open.push_str(delta);
-    }
-    if f.annotations.done {
-        let deltas = std::mem::take(open);
-        blocks.push(whole(f.annotations).unwrap_or(deltas));
+/// A model response's blocks, into the transcript.
+fn add_response(t: &mut Transcript, response: ResponseIn) {
+    for block in response.content {
+        match block {
+            BlockIn::Text { text } => t.texts.push(text),
+            BlockIn::Thinking { thinking } => t.thinking.push(thinking),
+            BlockIn::ToolCall { id, name, arguments } => {
+                t.tool_calls.push(CallRecord { id, name, arguments });
+            }
+            BlockIn::Other => {}
+        }
     }
 }
 

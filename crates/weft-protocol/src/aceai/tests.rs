@@ -43,16 +43,10 @@ fn text_and_thinking_exact_frames() {
             r#"{head}"agent.llm.reasoning","step_index":0,"step_id":"st0","llm_delta":" them."}}"#
         ),
         format!(
-            r#"{head}"agent.llm.reasoning","step_index":0,"step_id":"st0","annotations":{{"content_index":0,"done":true,"thinking":"Greet them.","signature":"sig"}}}}"#
-        ),
-        format!(
             r#"{head}"agent.llm.output_text.delta","step_index":0,"step_id":"st0","llm_delta":"Hel"}}"#
         ),
         format!(
             r#"{head}"agent.llm.output_text.delta","step_index":0,"step_id":"st0","llm_delta":"lo!"}}"#
-        ),
-        format!(
-            r#"{head}"agent.llm.output_text.delta","step_index":0,"step_id":"st0","annotations":{{"content_index":1,"done":true,"text":"Hello!"}}}}"#
         ),
         format!(
             r#"{head}"agent.llm.completed","step_index":0,"step_id":"st0","step":{{"step_id":"st0","step_index":0,"timestamp":"2023-11-14T22:13:20.000Z","llm_response":{message},"tool_results":[]}}}}"#
@@ -76,19 +70,15 @@ fn tool_frames_name_their_call_and_carry_increments() {
             "agent.llm.started",
             "agent.llm.output_text.delta",
             "agent.llm.output_text.delta",
-            "agent.llm.output_text.delta",
-            // echo: start, two argument deltas, the whole call
+            // echo: start, two argument deltas
             "agent.llm.tool_call.delta",
             "agent.llm.tool_call.delta",
             "agent.llm.tool_call.delta",
-            "agent.llm.tool_call.delta",
-            // fail: start, "{" and "}", the whole call
-            "agent.llm.tool_call.delta",
+            // fail: start, "{" and "}"
             "agent.llm.tool_call.delta",
             "agent.llm.tool_call.delta",
             "agent.llm.tool_call.delta",
             // nope
-            "agent.llm.tool_call.delta",
             "agent.llm.tool_call.delta",
             "agent.llm.tool_call.delta",
             "agent.llm.tool_call.delta",
@@ -99,9 +89,10 @@ fn tool_frames_name_their_call_and_carry_increments() {
             "agent.tool.completed",
             "agent.tool.started",
             "agent.tool.failed",
+            // nope never ran: its error result, before the step ends
+            "agent.tool.failed",
             "agent.step.completed",
             "agent.llm.started",
-            "agent.llm.output_text.delta",
             "agent.llm.output_text.delta",
             "agent.llm.output_text.delta",
             "agent.llm.completed",
@@ -109,57 +100,56 @@ fn tool_frames_name_their_call_and_carry_increments() {
             "agent.run.completed",
         ]
     );
-    assert_eq!(v[4]["tool_call"], json!({"id": "c1", "name": "echo", "arguments_delta": ""}));
-    assert_eq!(v[5]["tool_call"]["id"], "c1");
-    assert_eq!(v[5]["tool_call"]["name"], "echo");
-    let args: String = [&v[5], &v[6]]
+    assert_eq!(v[3]["tool_call"], json!({"id": "c1", "name": "echo", "arguments_delta": ""}));
+    assert_eq!(v[4]["tool_call"]["id"], "c1");
+    assert_eq!(v[4]["tool_call"]["name"], "echo");
+    let args: String = [&v[3], &v[4], &v[5]]
         .iter()
         .map(|f| f["tool_call"]["arguments_delta"].as_str().unwrap())
         .collect();
     assert_eq!(args, r#"{"text":"Paris \"sunny\""}"#);
+    assert_eq!(v[6]["tool_call"]["name"], "fail");
+    // The completed response: the whole message (every call whole), no tool results yet.
+    assert_eq!(v[12]["step"]["llm_response"]["stopReason"], "toolUse");
     assert_eq!(
-        v[7]["tool_call"],
+        v[12]["step"]["llm_response"]["content"][1],
+        json!({"type": "toolCall", "id": "c1", "name": "echo", "arguments": {"text": "Paris \"sunny\""}})
+    );
+    assert_eq!(v[12]["step"]["tool_results"], json!([]));
+    assert_eq!(
+        v[13]["tool_call"],
         json!({"id": "c1", "name": "echo", "arguments": {"text": "Paris \"sunny\""}})
     );
-    assert_eq!(v[7]["annotations"], json!({"content_index": 1, "done": true}));
-    assert_eq!(v[9]["tool_call"]["name"], "fail");
-    // The completed response: the whole message, no tool results yet.
-    assert_eq!(v[16]["step"]["llm_response"]["stopReason"], "toolUse");
-    assert_eq!(v[16]["step"]["tool_results"], json!([]));
     assert_eq!(
-        v[17]["tool_call"],
-        json!({"id": "c1", "name": "echo", "arguments": {"text": "Paris \"sunny\""}})
-    );
-    assert_eq!(
-        v[18]["tool_result"],
+        v[14]["tool_result"],
         json!({"call": {"id": "c1", "name": "echo"}, "output": "Paris "})
     );
-    assert_eq!(v[19]["tool_result"]["output"], "\"sunny\"");
+    assert_eq!(v[15]["tool_result"]["output"], "\"sunny\"");
     assert_eq!(
-        v[20]["tool_result"],
+        v[16]["tool_result"],
         json!({"call": {"id": "c1", "name": "echo", "arguments": {"text": "Paris \"sunny\""}}, "output": "Paris \"sunny\""})
     );
     assert_eq!(
-        v[22]["tool_result"],
+        v[18]["tool_result"],
         json!({"call": {"id": "c2", "name": "fail", "arguments": {}}, "output": "failed on {}", "error": "failed on {}"})
     );
+    // The unknown tool's error result: the whole ToolExecutionResult.
+    let unknown = json!({
+        "call": {"id": "c3", "name": "nope", "arguments": {"x": 1}},
+        "output": "Tool nope not found",
+        "error": "Tool nope not found",
+        "started_at": "2023-11-14T22:13:20.100Z",
+        "latency_ms": 7
+    });
+    assert_eq!(v[19]["tool_result"], unknown);
     // The step holds every result in the model's order, including the unknown tool's.
-    let results = &v[23]["step"]["tool_results"];
+    let results = &v[20]["step"]["tool_results"];
     assert_eq!(results.as_array().unwrap().len(), 3);
-    assert_eq!(
-        results[2],
-        json!({
-            "call": {"id": "c3", "name": "nope", "arguments": {"x": 1}},
-            "output": "Tool nope not found",
-            "error": "Tool nope not found",
-            "started_at": "2023-11-14T22:13:20.100Z",
-            "latency_ms": 7
-        })
-    );
+    assert_eq!(results[2], unknown);
     // The second step's frames name it.
-    assert!(v[24..30].iter().all(|f| f["step_index"] == 1 && f["step_id"] == "st1"));
-    assert!(v[..24].iter().all(|f| f["step_index"] == 0 && f["step_id"] == "st0"));
-    assert_eq!(v[30]["step"]["step_id"], "st1");
+    assert!(v[21..26].iter().all(|f| f["step_index"] == 1 && f["step_id"] == "st1"));
+    assert!(v[..21].iter().all(|f| f["step_index"] == 0 && f["step_id"] == "st0"));
+    assert_eq!(v[26]["step"]["step_id"], "st1");
 }
 
 #[test]
@@ -230,8 +220,13 @@ fn a_stream_starting_with_a_resumed_run_knows_the_step_at_its_end() {
     assert_eq!((v[0]["step_index"].clone(), v[0]["step_id"].clone()), (json!(-1), json!("")));
     assert_eq!(v[1]["event_type"], TOOL_COMPLETED);
     assert_eq!(v[1]["step_index"], -1);
-    assert_eq!(v[2]["event_type"], STEP_COMPLETED);
-    assert_eq!((v[2]["step_index"].clone(), v[2]["step_id"].clone()), (json!(0), json!("st0")));
+    // The denied call never ran: its error result, named by the step that holds it.
+    assert_eq!(v[2]["event_type"], TOOL_FAILED);
+    assert_eq!(v[2]["tool_result"]["call"]["id"], "a2");
+    assert_eq!(v[3]["event_type"], STEP_COMPLETED);
+    for f in &v[2..4] {
+        assert_eq!((f["step_index"].clone(), f["step_id"].clone()), (json!(0), json!("st0")));
+    }
     // Decoding it alone still finds both results, the denied one included.
     let t = decode(&render(&events[second..])).unwrap();
     assert_eq!(t, Transcript::from_events(&events[second..]));
@@ -268,22 +263,16 @@ fn provider_error_fails_the_step_and_the_run() {
     let v = values(&fixtures::provider_error());
     assert_eq!(
         types(&v),
-        [
-            LLM_STARTED,
-            LLM_OUTPUT_TEXT_DELTA,
-            LLM_OUTPUT_TEXT_DELTA,
-            LLM_OUTPUT_TEXT_DELTA,
-            LLM_COMPLETED,
-            STEP_FAILED,
-            RUN_COMPLETED,
-        ]
+        // The text streamed ("Hel" in two deltas), but the response is not complete: no
+        // `agent.llm.completed`; the failed step carries the partial.
+        [LLM_STARTED, LLM_OUTPUT_TEXT_DELTA, LLM_OUTPUT_TEXT_DELTA, STEP_FAILED, RUN_COMPLETED]
     );
-    assert_eq!(v[5]["error"], "429 rate limited");
-    assert_eq!(v[5]["step"]["llm_response"]["stopReason"], "error");
-    assert_eq!(v[5]["step"]["llm_response"]["content"][0]["text"], "Hel");
-    assert_eq!(v[6]["error"], "429 rate limited");
-    assert_eq!(v[6]["annotations"]["status"], "error");
-    assert_eq!(v[6]["step"]["step_id"], "st0");
+    assert_eq!(v[3]["error"], "429 rate limited");
+    assert_eq!(v[3]["step"]["llm_response"]["stopReason"], "error");
+    assert_eq!(v[3]["step"]["llm_response"]["content"][0]["text"], "Hel");
+    assert_eq!(v[4]["error"], "429 rate limited");
+    assert_eq!(v[4]["annotations"]["status"], "error");
+    assert_eq!(v[4]["step"]["step_id"], "st0");
     let t = decode(&render(&fixtures::provider_error())).unwrap();
     assert_eq!(t.texts, ["Hel"]);
     assert_eq!(t.status, Some(SessionStatus::Error));
@@ -358,7 +347,10 @@ fn extras_become_custom_and_checkpoints_nodes_and_messages_are_not_sent() {
                 | AgentEvent::NodeExit { .. }
                 | AgentEvent::MessageStart { .. }
                 | AgentEvent::TextStart { .. }
+                | AgentEvent::TextEnd { .. }
                 | AgentEvent::ThinkingStart { .. }
+                | AgentEvent::ThinkingEnd { .. }
+                | AgentEvent::ToolcallEnd { .. }
                 | AgentEvent::Checkpoint { .. }
         );
         assert_eq!(frames.is_empty(), silent, "{}", event.kind());
@@ -407,17 +399,30 @@ fn empty_and_repeated_blocks_stay_separate() {
 }
 
 #[test]
-fn closing_frames_without_whole_text_fall_back_to_the_deltas() {
+fn decode_takes_blocks_from_the_model_responses_not_the_deltas() {
     let frames: Vec<Frame> = [
+        // Deltas alone say nothing about blocks.
         r#"{"event_type":"agent.llm.output_text.delta","step_index":0,"step_id":"a","llm_delta":"He"}"#,
-        r#"{"event_type":"agent.llm.output_text.delta","step_index":0,"step_id":"a","llm_delta":"y"}"#,
-        r#"{"event_type":"agent.llm.output_text.delta","step_index":0,"step_id":"a","annotations":{"done":true}}"#,
-        r#"{"event_type":"agent.llm.output_text.delta","step_index":0,"step_id":"a","llm_delta":"x","annotations":{"done":true}}"#,
+        r#"{"event_type":"agent.llm.completed","step_index":0,"step_id":"a","step":{"llm_response":{"content":[{"type":"text","text":"H"},{"type":"text","text":"e"},{"type":"image","data":"","mimeType":"image/png"},{"type":"toolCall","id":"c","name":"t","arguments":{"k":1}}],"stopReason":"toolUse"},"tool_results":[]}}"#,
+        // A completed step repeats its response: not read again.
+        r#"{"event_type":"agent.step.completed","step_index":0,"step_id":"a","step":{"llm_response":{"content":[{"type":"text","text":"H"}],"stopReason":"toolUse"},"tool_results":[{"call":{"id":"c","name":"t"},"output":"x","error":"x"}]}}"#,
+        // A failed model call's partial is on its failed step.
+        r#"{"event_type":"agent.step.failed","step_index":1,"step_id":"b","step":{"llm_response":{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"Pa"}],"stopReason":"aborted"},"tool_results":[]},"error":"aborted"}"#,
     ]
     .into_iter()
     .map(Frame::raw)
     .collect();
-    assert_eq!(decode(&frames).unwrap().texts, ["Hey", "x"]);
+    let t = decode(&frames).unwrap();
+    assert_eq!(t.texts, ["H", "e", "Pa"]);
+    assert_eq!(t.thinking, ["hm"]);
+    assert_eq!(
+        t.tool_calls,
+        [CallRecord { id: "c".into(), name: "t".into(), arguments: json!({"k": 1}) }]
+    );
+    assert_eq!(
+        t.tool_results,
+        [ResultRecord { id: "c".into(), output: "x".into(), is_error: true }]
+    );
 }
 
 #[test]
@@ -439,9 +444,10 @@ fn decode_errors_name_the_frame_and_the_problem() {
             "invalid \"agent.run.completed\" frame",
         ),
         (r#"{"event_type":"agent.tool.approval_requested"}"#, "approval request without"),
+        (r#"{"event_type":"agent.llm.completed"}"#, "without \"step.llm_response\""),
         (
-            r#"{"event_type":"agent.llm.tool_call.delta","annotations":{"done":true}}"#,
-            "closing tool-call frame",
+            r#"{"event_type":"agent.llm.completed","step":{"llm_response":{"content":[{"type":"text"}]}}}"#,
+            "invalid \"agent.llm.completed\" frame",
         ),
         (
             r#"{"event_type":"agent.step.completed","step":{"tool_results":[{"output":"x"}]}}"#,
@@ -490,5 +496,198 @@ fn step_annotations_use_snake_case() {
             "citations": [{"label": "doc", "provider_ref": {"id": 1}}],
             "extra": {}
         })
+    );
+}
+
+/// The frames of `events` with the canonical event each came from.
+fn frames_with_events(events: &[AgentEvent]) -> Vec<(Value, AgentEvent)> {
+    let mut encoder = AceaiEncoder::new();
+    let mut out = Vec::new();
+    for event in events {
+        let mut frames = Vec::new();
+        encoder.encode(event, &mut frames);
+        for f in frames {
+            out.push((serde_json::from_str(&f.data).unwrap(), event.clone()));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_text_and_reasoning_frame_carries_its_fragment() {
+    for (name, events) in fixtures::all() {
+        // Per step id: the text and thinking the canonical stream streamed.
+        let (mut text, mut thinking) = (Vec::<String>::new(), Vec::<String>::new());
+        for event in &events {
+            match event {
+                AgentEvent::StepStart { .. } => {
+                    text.push(String::new());
+                    thinking.push(String::new());
+                }
+                AgentEvent::TextDelta { delta, .. } => text.last_mut().unwrap().push_str(delta),
+                AgentEvent::ThinkingDelta { delta, .. } => {
+                    thinking.last_mut().unwrap().push_str(delta);
+                }
+                _ => {}
+            }
+        }
+        let (mut got_text, mut got_thinking) = (Vec::<String>::new(), Vec::<String>::new());
+        for f in values(&events) {
+            let kind = f["event_type"].as_str().unwrap();
+            if kind == LLM_STARTED {
+                got_text.push(String::new());
+                got_thinking.push(String::new());
+            }
+            if kind == LLM_OUTPUT_TEXT_DELTA || kind == LLM_REASONING {
+                // `text += llm_delta` over every frame: each has one, and nothing else says
+                // "this block ended" in a delta frame.
+                let delta = f["llm_delta"].as_str();
+                assert!(delta.is_some(), "{name}: {kind} without llm_delta: {f}");
+                assert!(f.get("annotations").is_none(), "{name}: {f}");
+                let target = if kind == LLM_REASONING { &mut got_thinking } else { &mut got_text };
+                target.last_mut().unwrap().push_str(delta.unwrap());
+            }
+        }
+        assert_eq!(got_text, text, "{name}");
+        assert_eq!(got_thinking, thinking, "{name}");
+    }
+}
+
+#[test]
+fn every_tool_call_delta_carries_an_arguments_fragment() {
+    for (name, events) in fixtures::all() {
+        let mut streamed: Vec<(String, String)> = Vec::new();
+        let mut open: Vec<(u32, String)> = Vec::new();
+        for event in &events {
+            match event {
+                AgentEvent::ToolcallStart { index, id, .. } => {
+                    open.push((*index, id.clone()));
+                    streamed.push((id.clone(), String::new()));
+                }
+                AgentEvent::ToolcallDelta { index, delta } => {
+                    let id = &open.iter().find(|(i, _)| i == index).unwrap().1;
+                    streamed.iter_mut().rfind(|(c, _)| c == id).unwrap().1.push_str(delta);
+                }
+                AgentEvent::MessageStart { .. } => open.clear(),
+                _ => {}
+            }
+        }
+        let mut got: Vec<(String, String)> = Vec::new();
+        for f in values(&events).into_iter().filter(|f| f["event_type"] == LLM_TOOL_CALL_DELTA) {
+            let call = &f["tool_call"];
+            let id = call["id"].as_str().unwrap().to_string();
+            assert!(call["name"].is_string(), "{name}: {f}");
+            let delta = call["arguments_delta"].as_str();
+            assert!(delta.is_some(), "{name}: tool-call delta without arguments_delta: {f}");
+            match got.last_mut() {
+                Some((last, args)) if *last == id => args.push_str(delta.unwrap()),
+                _ => got.push((id, delta.unwrap().to_string())),
+            }
+        }
+        assert_eq!(got, streamed, "{name}");
+    }
+}
+
+#[test]
+fn every_error_result_gets_a_tool_failed_before_its_step_ends() {
+    for (name, events) in fixtures::all() {
+        // Every error result the model receives, in order.
+        let errors: Vec<(String, String)> = events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::MessageEnd { message } => match &**message {
+                    Message::ToolResult(r) if r.is_error => {
+                        Some((r.tool_call_id.clone(), r.text_content()))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        let frames = frames_with_events(&events);
+        let failed: Vec<(String, String)> = frames
+            .iter()
+            .filter(|(f, _)| f["event_type"] == TOOL_FAILED)
+            .map(|(f, _)| {
+                let r = &f["tool_result"];
+                assert_eq!(r["error"], r["output"], "{name}: {f}");
+                (r["call"]["id"].as_str().unwrap().into(), r["error"].as_str().unwrap().into())
+            })
+            .collect();
+        assert_eq!(failed, errors, "{name}: one agent.tool.failed per error result");
+        // Each before the end of the step whose results hold it.
+        for (id, _) in &errors {
+            let at = frames
+                .iter()
+                .position(|(f, _)| {
+                    f["event_type"] == TOOL_FAILED && f["tool_result"]["call"]["id"] == **id
+                })
+                .unwrap();
+            let end = frames
+                .iter()
+                .position(|(f, _)| {
+                    [STEP_COMPLETED, STEP_FAILED].contains(&f["event_type"].as_str().unwrap())
+                        && f["step"]["tool_results"]
+                            .as_array()
+                            .is_some_and(|rs| rs.iter().any(|r| r["call"]["id"] == **id))
+                })
+                .unwrap();
+            assert!(at < end, "{name}: {id}");
+        }
+    }
+    // The calls that never ran: the unknown tool and the denied one, with their arguments.
+    let v = values(&fixtures::tools_two_steps());
+    let unknown = v
+        .iter()
+        .find(|f| f["event_type"] == TOOL_FAILED && f["tool_result"]["call"]["id"] == "c3")
+        .unwrap();
+    assert_eq!(unknown["step_id"], "st0");
+    assert_eq!(
+        unknown["tool_result"]["call"],
+        json!({"id": "c3", "name": "nope", "arguments": {"x": 1}})
+    );
+    assert_eq!(unknown["tool_result"]["error"], "Tool nope not found");
+    let v = values(&fixtures::approval_and_denial());
+    let denied = v
+        .iter()
+        .find(|f| f["event_type"] == TOOL_FAILED && f["tool_result"]["call"]["id"] == "a2")
+        .unwrap();
+    assert_eq!(denied["tool_result"]["error"], "Tool call denied by the user: not now");
+}
+
+#[test]
+fn a_failed_model_call_is_never_a_completed_response() {
+    let mut aborted = Vec::new();
+    fixtures::start(&mut aborted, Some("hi"));
+    let m = assistant(vec![text("Par")], StopReason::Aborted);
+    fixtures::model_call(&mut aborted, "st0", 0, &m);
+    fixtures::end_step(&mut aborted, step("st0", 0, &m, vec![]), &[]);
+    fixtures::end(&mut aborted, SessionStatus::Aborted, vec![]);
+    for events in [fixtures::provider_error(), aborted] {
+        let v = values(&events);
+        assert!(!types(&v).contains(&LLM_COMPLETED), "{:?}", types(&v));
+        let failed: Vec<&Value> = v.iter().filter(|f| f["event_type"] == STEP_FAILED).collect();
+        assert_eq!(failed.len(), 1);
+        // The partial response is on the failed step.
+        assert_eq!(failed[0]["step"]["llm_response"]["content"][0]["type"], "text");
+        assert_eq!(decode(&render(&events)).unwrap(), Transcript::from_events(&events));
+    }
+    // A complete response that stopped at its length limit is still a completed response.
+    let mut ev = Vec::new();
+    fixtures::start(&mut ev, Some("hi"));
+    let m = assistant(vec![text("long")], StopReason::Length);
+    fixtures::model_call(&mut ev, "st0", 0, &m);
+    fixtures::end_step(&mut ev, step("st0", 0, &m, vec![]), &[]);
+    fixtures::end(&mut ev, SessionStatus::Completed, vec![]);
+    assert_eq!(
+        types(&values(&ev)),
+        [
+            LLM_STARTED,
+            LLM_OUTPUT_TEXT_DELTA,
+            LLM_OUTPUT_TEXT_DELTA,
+            LLM_COMPLETED,
+            STEP_COMPLETED,
+            RUN_COMPLETED
+        ]
     );
 }

@@ -15,7 +15,8 @@ pub struct LoomLineError {
     pub message: String,
 }
 
-/// Why [`decode`] could not turn frames into a [`Transcript`].
+/// Why [`decode`](super::decode) could not turn frames into a
+/// [`Transcript`](crate::transcript::Transcript).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LoomDecodeError {
     /// A frame could not be read.
