@@ -14,13 +14,28 @@ use crate::provider::ProviderEvent;
 use crate::sse::SseParser;
 
 /// Timeouts of one call.
+///
+/// The defaults bound what a user waits for a server that accepts the connection and then says
+/// nothing: `first_byte` per attempt, times `1 + max_retries` attempts, plus the backoffs between
+/// them (at most [`RetryPolicy::max_total_delay`]): with the defaults of both, 3 × 60 s plus a
+/// few seconds, about three minutes. A model that is slow *to answer* is not cut short by that:
+/// the providers send a streaming response's headers as soon as they accept the request, and a
+/// reasoning model's silence comes after them, in the body, where only `idle` applies (never
+/// retried). `WEFT_CONNECT_TIMEOUT`, `WEFT_FIRST_BYTE_TIMEOUT` and `WEFT_IDLE_TIMEOUT` change
+/// them (see [`config::http_from_env`](crate::config::http_from_env)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
-    /// Establishing the connection.
+    /// Establishing the TCP (and TLS) connection. Default 10 s.
     pub connect: Duration,
-    /// From sending the request to the response's first byte (a reasoning model may think long).
+    /// From sending the request to the response's status line and headers (connecting
+    /// included), *not* to the first byte of the body: that wait is `idle`'s. Providers answer a
+    /// streaming request's headers at once, so this only catches servers that accepted the
+    /// connection and hang (or a proxy buffering the whole response). Default 60 s; each retry
+    /// waits it again.
     pub first_byte: Duration,
-    /// Between two chunks of the body.
+    /// Between two chunks of the body, the first one included: how long a model may be silent
+    /// mid-answer (a reasoning model thinking without streaming its thoughts). Default 120 s;
+    /// an idle timeout ends the call (partial kept), it is not retried.
     pub idle: Duration,
 }
 
@@ -28,15 +43,21 @@ impl Default for Timeouts {
     fn default() -> Self {
         Self {
             connect: Duration::from_secs(10),
-            first_byte: Duration::from_secs(300),
+            first_byte: Duration::from_secs(60),
             idle: Duration::from_secs(120),
         }
     }
 }
 
 /// When and how often a failed request is tried again: only failures before the response body
-/// streams (connect errors, 408, 429, 5xx, `overloaded`), with exponential backoff and jitter,
-/// honouring `Retry-After`, bounded in count and in total delay.
+/// streams (connect errors, first-byte timeouts, 408, 409, 429, 5xx, `overloaded`), with
+/// exponential backoff and jitter, honouring `Retry-After`, bounded in count and in total delay.
+///
+/// The defaults are 2 retries (as the official OpenAI and Anthropic SDKs), backoff from 0.5 s,
+/// no single wait over 30 s (a longer `Retry-After` gives up at once rather than wait) and at
+/// most 60 s of waiting in all: the sum of the waits between attempts never passes
+/// `max_total_delay` (a wait that would pass it gives up instead). `WEFT_MAX_RETRIES` changes the
+/// count (see [`config::http_from_env`](crate::config::http_from_env)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Tries after the first.
@@ -52,7 +73,7 @@ pub struct RetryPolicy {
 impl Default for RetryPolicy {
     fn default() -> Self {
         Self {
-            max_retries: 3,
+            max_retries: 2,
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(30),
             max_total_delay: Duration::from_secs(60),
@@ -74,8 +95,9 @@ impl RetryPolicy {
             Some(d) => d,
             None => {
                 let backoff = self.base_delay.saturating_mul(1u32 << attempt.min(16));
-                let jitter = backoff.mul_f64(fastrand::f64() * 0.25);
-                backoff + jitter
+                // `backoff / 4` times a fraction in [0, 1): never overflows (`mul_f64` could).
+                let jitter = (backoff / 4).mul_f64(fastrand::f64());
+                backoff.saturating_add(jitter)
             }
         };
         (delay <= self.max_delay).then_some(delay)
@@ -162,6 +184,12 @@ struct Attempt {
 /// streams, or whose decoder reports a retryable failure (an `overloaded` error event) before any
 /// content, is tried again with a fresh decoder, as the client's [`RetryPolicy`] allows. See the
 /// [module docs](self).
+///
+/// A successful response must be an event stream: its content type is `text/event-stream`
+/// (parameters such as `charset` allowed), or, whatever the content type says (or if there is
+/// none), its body starts like one (`data:`, `event:`, `id:`, `retry:` or a `:` comment). Any
+/// other body (the JSON of a server that does not stream, the HTML page of a wrong URL) ends the
+/// call with an error saying so, with the content type and the start of the body.
 pub fn sse_call<D, F>(
     client: HttpClient,
     request: HttpRequest,
@@ -181,7 +209,7 @@ where
                 Err(failure) => match next_delay(&policy, attempt, waited, &failure) {
                     Some(delay) => {
                         tokio::time::sleep(delay).await;
-                        waited += delay;
+                        waited = waited.saturating_add(delay);
                         attempt += 1;
                         continue 'attempts;
                     }
@@ -192,32 +220,63 @@ where
                     }
                 },
             };
+            let content_type = response
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            let mut body = response.bytes_stream();
+            let idle = client.timeouts.idle;
+            // Bytes read before decoding (to tell an event stream from another body), decoded
+            // first. Nothing is read ahead when the content type says `text/event-stream`.
+            let mut sniffed: Option<Vec<u8>> = None;
+            if !is_event_stream(content_type.as_deref()) {
+                let mut head = Vec::new();
+                let looks_like_sse = loop {
+                    if let Some(verdict) = starts_like_sse(&head) {
+                        break verdict;
+                    }
+                    match read_chunk(&mut body, idle).await {
+                        Read::Chunk(bytes) => head.extend_from_slice(bytes.as_ref()),
+                        // Too short to tell: without a content type, the decoder says what such
+                        // a body means for its dialect (an empty body, usually).
+                        Read::End => break content_type.is_none(),
+                        Read::Failed(message) => {
+                            yield ProviderEvent::Error { reason: StopReason::Error, message };
+                            return;
+                        }
+                    }
+                };
+                if !looks_like_sse {
+                    // A little more of the body, for the message.
+                    while head.len() < EXCERPT_BYTES {
+                        match read_chunk(&mut body, idle).await {
+                            Read::Chunk(bytes) => head.extend_from_slice(bytes.as_ref()),
+                            Read::End | Read::Failed(_) => break,
+                        }
+                    }
+                    let message = not_an_event_stream(content_type.as_deref(), &head);
+                    yield ProviderEvent::Error { reason: StopReason::Error, message };
+                    return;
+                }
+                sniffed = Some(head);
+            }
             let mut decoder = make_decoder();
             let mut content = false;
-            let mut body = response.bytes_stream();
             let mut parser = SseParser::new();
             let (mut events, mut out) = (Vec::new(), Vec::new());
             loop {
-                let chunk = match tokio::time::timeout(client.timeouts.idle, body.next()).await {
-                    Err(_) => {
-                        let secs = seconds(client.timeouts.idle);
-                        yield ProviderEvent::Error {
-                            reason: StopReason::Error,
-                            message: format!("the provider sent nothing for {secs} (idle timeout)"),
-                        };
-                        return;
-                    }
-                    Ok(None) => break,
-                    Ok(Some(Err(e))) => {
-                        yield ProviderEvent::Error {
-                            reason: StopReason::Error,
-                            message: format!("the connection to the provider broke mid-stream: {}", without_url(&e)),
-                        };
-                        return;
-                    }
-                    Ok(Some(Ok(bytes))) => bytes,
+                let pushed = match sniffed.take() {
+                    Some(head) => parser.push(&head, &mut events),
+                    None => match read_chunk(&mut body, idle).await {
+                        Read::Chunk(bytes) => parser.push(bytes.as_ref(), &mut events),
+                        Read::End => break,
+                        Read::Failed(message) => {
+                            yield ProviderEvent::Error { reason: StopReason::Error, message };
+                            return;
+                        }
+                    },
                 };
-                if let Err(e) = parser.push(&chunk, &mut events) {
+                if let Err(e) = pushed {
                     yield ProviderEvent::Error { reason: StopReason::Error, message: e.to_string() };
                     return;
                 }
@@ -235,7 +294,7 @@ where
                         };
                         if let Some(delay) = next_delay(&policy, attempt, waited, &attempt_failure) {
                             tokio::time::sleep(delay).await;
-                            waited += delay;
+                            waited = waited.saturating_add(delay);
                             attempt += 1;
                             continue 'attempts;
                         }
@@ -269,6 +328,94 @@ where
     }
 }
 
+/// How much of a body that is not an event stream is read, to quote its start.
+const EXCERPT_BYTES: usize = 1024;
+
+/// How many characters of such a body an error message quotes.
+const EXCERPT_CHARS: usize = 200;
+
+/// One read of a response body.
+enum Read<B> {
+    Chunk(B),
+    End,
+    /// The idle timeout passed, or the connection broke: the message says which.
+    Failed(String),
+}
+
+/// The next chunk of `body`, waiting at most `idle`.
+async fn read_chunk<B, S>(body: &mut S, idle: Duration) -> Read<B>
+where
+    S: Stream<Item = Result<B, reqwest::Error>> + Unpin,
+{
+    match tokio::time::timeout(idle, body.next()).await {
+        Err(_) => {
+            Read::Failed(format!("the provider sent nothing for {} (idle timeout)", seconds(idle)))
+        }
+        Ok(None) => Read::End,
+        Ok(Some(Err(e))) => Read::Failed(format!(
+            "the connection to the provider broke mid-stream: {}",
+            without_url(&e)
+        )),
+        Ok(Some(Ok(bytes))) => Read::Chunk(bytes),
+    }
+}
+
+/// Whether a `Content-Type` value is `text/event-stream` (any parameters, any case).
+fn is_event_stream(content_type: Option<&str>) -> bool {
+    content_type.is_some_and(|ct| {
+        ct.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("text/event-stream")
+    })
+}
+
+/// Whether a body starting with `head` is an event stream: `Some(true)` if it starts with an SSE
+/// field (`data:`, `event:`, `id:`, `retry:`) or a comment (`:`), after an optional byte-order
+/// mark and blank lines; `Some(false)` if it cannot; `None` if more bytes are needed to tell.
+fn starts_like_sse(head: &[u8]) -> Option<bool> {
+    const FIELDS: [&[u8]; 5] = [b":", b"data:", b"event:", b"id:", b"retry:"];
+    let head = head.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(head);
+    let start = head.iter().position(|b| !matches!(b, b'\r' | b'\n'))?;
+    let head = &head[start..];
+    let mut undecided = false;
+    for field in FIELDS {
+        let n = head.len().min(field.len());
+        if head[..n] == field[..n] {
+            if n == field.len() {
+                return Some(true);
+            }
+            undecided = true;
+        }
+    }
+    if undecided { None } else { Some(false) }
+}
+
+/// The message for a successful response that is not an event stream.
+fn not_an_event_stream(content_type: Option<&str>, head: &[u8]) -> String {
+    let kind = match content_type.map(str::trim).filter(|ct| !ct.is_empty()) {
+        Some(ct) => format!("content type {}", one_line(ct, 100)),
+        None => "no content type".to_string(),
+    };
+    let text = one_line(&String::from_utf8_lossy(head), EXCERPT_CHARS);
+    let body = if text.is_empty() { "an empty body".to_string() } else { format!("body: {text}") };
+    format!(
+        "the provider did not answer with an event stream ({kind}; {body}); check the base URL \
+         and that the server supports streaming"
+    )
+}
+
+/// `text` on one line (runs of whitespace and control characters made one space), at most
+/// `max` characters (then `…`).
+fn one_line(text: &str, max: usize) -> String {
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let text = words.join(" ");
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
 /// `message`, saying how many retries were made before giving up.
 fn after_retries(message: String, attempts: u32) -> String {
     match attempts {
@@ -288,7 +435,7 @@ fn next_delay(
         return None;
     }
     let delay = policy.delay(attempt, failure.retry_after)?;
-    (waited + delay <= policy.max_total_delay).then_some(delay)
+    (waited.saturating_add(delay) <= policy.max_total_delay).then_some(delay)
 }
 
 /// One attempt: the response if its status is a success, else why not.
@@ -336,10 +483,15 @@ async fn send(client: &HttpClient, request: &HttpRequest) -> Result<reqwest::Res
         .unwrap_or_default();
     let detail = error_detail(&body);
     let overloaded = detail.to_ascii_lowercase().contains("overloaded");
+    // A 404 or 405 usually means a wrong base URL or model: say which URL was asked.
+    let asked = match code {
+        404 | 405 => format!(" for POST {}", shown_url(&request.url)),
+        _ => String::new(),
+    };
     Err(Attempt {
         message: match detail.is_empty() {
-            true => format!("the provider answered HTTP {status}"),
-            false => format!("the provider answered HTTP {status}: {detail}"),
+            true => format!("the provider answered HTTP {status}{asked}"),
+            false => format!("the provider answered HTTP {status}{asked}: {detail}"),
         },
         retryable: matches!(code, 408 | 409 | 429) || code >= 500 || overloaded,
         retry_after,
@@ -347,18 +499,43 @@ async fn send(client: &HttpClient, request: &HttpRequest) -> Result<reqwest::Res
 }
 
 /// `Retry-After` as seconds or an HTTP date (also `retry-after-ms`, which some providers send).
+/// A value too large for a `Duration` (or `inf`) is the longest one (so it is not waited for);
+/// one that is not a number at all (`NaN`) is ignored.
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     if let Some(ms) = headers.get("retry-after-ms").and_then(|v| v.to_str().ok())
         && let Ok(ms) = ms.trim().parse::<f64>()
+        && !ms.is_nan()
     {
-        return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
+        return Some(secs_f64(ms / 1000.0));
     }
     let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
     if let Ok(secs) = value.parse::<f64>() {
-        return Some(Duration::from_secs_f64(secs.max(0.0)));
+        return (!secs.is_nan()).then(|| secs_f64(secs));
     }
     let when = httpdate::parse_http_date(value).ok()?;
     Some(when.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO))
+}
+
+/// `secs` (not NaN) as a duration: negative is zero, too large (or infinite) is `Duration::MAX`.
+/// Never panics, unlike `Duration::from_secs_f64`.
+fn secs_f64(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or(Duration::MAX)
+}
+
+/// `url` as it may be shown in a message: without its query and fragment (which may hold
+/// credentials, such as a `key=` parameter) and without a user or password.
+pub fn shown_url(url: &str) -> String {
+    let url = url.trim();
+    let url = url.split(['?', '#']).next().unwrap_or("");
+    let (scheme, rest) = match url.find("://") {
+        Some(i) => url.split_at(i + 3),
+        None => ("", url),
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}<credentials>@{}", &rest[at + 1..]),
+        None => url.to_string(),
+    }
 }
 
 /// The readable part of an error body: the `message` of the usual JSON error shapes
@@ -453,6 +630,79 @@ mod tests {
         assert!(next_delay(&p, 3, Duration::ZERO, &failure).is_none(), "count bound");
         let failure = Attempt { retry_after: Some(Duration::from_secs(20)), ..failure };
         assert!(next_delay(&p, 0, Duration::from_secs(50), &failure).is_none(), "total bound");
+    }
+
+    #[test]
+    fn the_defaults_bound_a_hanging_server_to_a_few_minutes() {
+        let (t, r) = (Timeouts::default(), RetryPolicy::default());
+        // A server that accepts and never answers: every attempt waits `first_byte`, and the
+        // waits between attempts are bounded by `max_total_delay`.
+        let worst = t.first_byte * (1 + r.max_retries) + r.max_total_delay;
+        assert!(worst <= Duration::from_secs(4 * 60), "{worst:?}");
+        // The backoffs alone, without Retry-After, are far below that bound.
+        let backoffs: Duration = (0..r.max_retries).map(|a| r.delay(a, None).unwrap()).sum();
+        assert!(backoffs <= r.max_total_delay, "{backoffs:?}");
+        // Slow models are not cut short: a reasoning model may be silent for two minutes.
+        assert!(t.idle >= Duration::from_secs(120));
+        assert!(t.connect < t.first_byte);
+    }
+
+    #[test]
+    fn absurd_policies_and_headers_never_panic() {
+        let p = RetryPolicy {
+            max_retries: u32::MAX,
+            base_delay: Duration::MAX,
+            max_delay: Duration::MAX,
+            max_total_delay: Duration::MAX,
+        };
+        for attempt in [0, 1, 31, u32::MAX] {
+            assert!(p.delay(attempt, None).is_some());
+        }
+        let failure = Attempt { message: String::new(), retryable: true, retry_after: None };
+        assert!(next_delay(&p, 5, Duration::MAX, &failure).is_some());
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (name, value, expected) in [
+            ("retry-after", "1e30", Some(Duration::MAX)),
+            ("retry-after", "inf", Some(Duration::MAX)),
+            ("retry-after", "-3", Some(Duration::ZERO)),
+            ("retry-after", "NaN", None),
+            ("retry-after-ms", "1e300", Some(Duration::MAX)),
+            ("retry-after-ms", "1500", Some(Duration::from_millis(1500))),
+        ] {
+            headers.clear();
+            headers.insert(name, reqwest::header::HeaderValue::from_static(value));
+            assert_eq!(retry_after(&headers), expected, "{name}: {value}");
+        }
+    }
+
+    #[test]
+    fn event_streams_are_told_by_their_content_type_or_their_start() {
+        assert!(is_event_stream(Some("text/event-stream")));
+        assert!(is_event_stream(Some("text/event-stream; charset=utf-8")));
+        assert!(is_event_stream(Some(" TEXT/Event-Stream ;charset=UTF-8")));
+        assert!(!is_event_stream(Some("application/json")));
+        assert!(!is_event_stream(Some("text/event-streamx")));
+        assert!(!is_event_stream(None));
+        for yes in ["data: x", ":", ": ping", "event:", "id: 1", "retry: 10", "\r\n\ndata:"] {
+            assert_eq!(starts_like_sse(yes.as_bytes()), Some(true), "{yes:?}");
+        }
+        assert_eq!(starts_like_sse(b"\xEF\xBB\xBFdata: x"), Some(true));
+        for unsure in ["", "\n", "d", "da", "dat", "data", "e", "i", "re", "retry"] {
+            assert_eq!(starts_like_sse(unsure.as_bytes()), None, "{unsure:?}");
+        }
+        for no in ["{", "<html>", "OK", "dato", " data:", "data\n", "ids:"] {
+            assert_eq!(starts_like_sse(no.as_bytes()), Some(false), "{no:?}");
+        }
+    }
+
+    #[test]
+    fn urls_in_messages_lose_queries_and_credentials() {
+        assert_eq!(shown_url("http://h:1/v1/x?alt=sse&key=K"), "http://h:1/v1/x");
+        assert_eq!(shown_url("https://u:p@h/v1#frag"), "https://<credentials>@h/v1");
+        assert_eq!(shown_url("u:p@h:8080/v1"), "<credentials>@h:8080/v1");
+        assert_eq!(shown_url("http://h/a@b"), "http://h/a@b", "an @ in the path is kept");
+        assert_eq!(one_line(" a\n\tb \u{7}c  ", 10), "a b c");
+        assert_eq!(one_line("abcdef", 3), "abc…");
     }
 
     #[test]

@@ -36,7 +36,16 @@ pub enum StreamEvent {
     Error(Box<AssistantMessage>),
 }
 
-/// One model call in progress. See the [module docs](self).
+/// One model call in progress.
+///
+/// Adapters emit [`ProviderEvent`]s; the stream applies each to the growing partial
+/// [`AssistantMessage`] (text appended in place, tool arguments fed to an incremental
+/// [`PartialJson`] parser), hands the content delta on, and ends with exactly one terminal
+/// [`StreamEvent::Done`] or [`StreamEvent::Error`] carrying the finished message, its usage
+/// totalled and its cost computed from the prices it was given. It enforces the provider contract
+/// for every adapter: a stream that ends early, a delta for a block that does not exist, or a
+/// cancellation becomes a terminal error with the partial kept. Nothing is copied per delta
+/// beyond the delta itself.
 pub struct ProviderStream {
     inner: Option<BoxStream<'static, ProviderEvent>>,
     partial: AssistantMessage,
@@ -207,8 +216,14 @@ impl ProviderStream {
         }
         message.stop_reason = reason;
         if reason.is_failure() {
-            message.error_message =
-                Some(error.unwrap_or_else(|| "the model call failed".to_string()));
+            // Consumers show this after their own "the model call failed: ", so the default
+            // says something else.
+            message.error_message = Some(error.unwrap_or_else(|| {
+                format!(
+                    "the provider ended the call with stop reason {} and no message",
+                    reason.as_str()
+                )
+            }));
             StreamEvent::Error(Box::new(message))
         } else {
             StreamEvent::Done(Box::new(message))

@@ -619,3 +619,68 @@ async fn real_service_streams_text() {
     assert!(m.usage.input > 0 && m.usage.output > 0, "{:?}", m.usage);
     let _: Value = serde_json::to_value(&m).unwrap();
 }
+
+#[tokio::test]
+async fn usage_near_u64_max_saturates_instead_of_panicking() {
+    let server =
+        MockServer::start(vec![MockResponse::sse(&fixture("anthropic/huge_usage.sse"))]).await;
+    let mut request = request();
+    request.prices = Some(Prices { input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 3.75 });
+    let (_, terminal) = run(&adapter(&server), request).await;
+    let message = done(terminal);
+    assert_eq!(message.text(), "Big");
+    let max = u64::MAX;
+    let u = message.usage;
+    assert_eq!(
+        (u.input, u.output, u.cache_read, u.cache_write, u.total),
+        (max, max, max, max, max)
+    );
+    let cost = message.cost.unwrap();
+    assert!(cost.total.is_finite() && cost.total > 0.0, "{cost:?}");
+}
+
+#[tokio::test]
+async fn an_unknown_stop_reason_after_a_complete_tool_call_is_tool_use() {
+    let (_, terminal, _) =
+        serve(vec![MockResponse::sse(&fixture("anthropic/unknown_reason_tool.sse"))]).await;
+    let message = done(terminal);
+    assert_eq!(message.stop_reason, StopReason::ToolUse);
+    assert_eq!(message.error_message, None);
+    assert_eq!(tool_call(&message, 1).arguments, json!({"city": "Paris"}));
+    assert_eq!(message.text(), "Checking.");
+}
+
+#[tokio::test]
+async fn an_unknown_stop_reason_without_calls_keeps_the_text_and_names_it() {
+    let (_, terminal, _) =
+        serve(vec![MockResponse::sse(&fixture("anthropic/unknown_reason_text.sse"))]).await;
+    let message = failed(terminal);
+    assert_eq!(message.stop_reason, StopReason::Error);
+    assert_eq!(message.text(), "Partly");
+    assert_eq!(
+        message.error_message.as_deref(),
+        Some("Anthropic stopped for a reason Weft does not know: compaction_needed")
+    );
+}
+
+#[tokio::test]
+async fn an_html_page_from_a_wrong_url_is_named_as_such() {
+    let html = "<!DOCTYPE html>\n<html>\n  <head><title>Welcome to nginx!</title></head>\n  <body>\n\t<h1>Welcome</h1>\n  </body>\n</html>\n";
+    let (deltas, terminal, server) = serve(vec![MockResponse {
+        status: 200,
+        headers: vec![("content-type".into(), "text/html; charset=utf-8".into())],
+        parts: vec![Part::text(html)],
+        ..MockResponse::default()
+    }])
+    .await;
+    assert!(deltas.is_empty());
+    let error = failed(terminal).error_message.unwrap();
+    assert_eq!(
+        error,
+        "the provider did not answer with an event stream (content type text/html; \
+         charset=utf-8; body: <!DOCTYPE html> <html> <head><title>Welcome to nginx!</title></head> \
+         <body> <h1>Welcome</h1> </body> </html>); check the base URL and that the server \
+         supports streaming"
+    );
+    assert_eq!(server.requests().len(), 1, "not retried");
+}

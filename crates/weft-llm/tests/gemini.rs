@@ -693,3 +693,111 @@ async fn live_gemini_answers() {
     assert!(message.text().to_lowercase().contains("pong"), "{message:?}");
     assert!(message.usage.input > 0 && message.usage.output > 0, "{:?}", message.usage);
 }
+
+#[tokio::test]
+async fn usage_near_u64_max_saturates_instead_of_panicking() {
+    let mut request = ask("Count");
+    request.prices = Some(Prices { input: 1.0, output: 2.0, cache_read: 0.25, cache_write: 0.0 });
+    let (_, terminal, _) =
+        run(vec![MockResponse::sse(&fixture("gemini/huge_usage.sse"))], gemini, request).await;
+    let message = done(terminal);
+    assert_eq!(message.content, vec![text("Big")]);
+    let max = u64::MAX;
+    let u = message.usage;
+    // (prompt − cached) + tool prompt, candidates + thoughts: each saturates.
+    assert_eq!((u.input, u.output, u.cache_read, u.total), (max, max, 5, max));
+    assert_eq!(u.reasoning, Some(max));
+    assert!(message.cost.unwrap().total.is_finite());
+}
+
+#[tokio::test]
+async fn an_unknown_finish_reason_with_function_calls_is_tool_use() {
+    let (_, terminal, _) = run(
+        vec![MockResponse::sse(&fixture("gemini/unknown_reason_calls.sse"))],
+        gemini,
+        ask("Weather in Paris?"),
+    )
+    .await;
+    let message = done(terminal);
+    assert_eq!(message.stop_reason, StopReason::ToolUse);
+    assert_eq!(message.error_message, None);
+    assert_eq!(
+        message.content,
+        vec![
+            call("call_rspUnk1_0", "get_weather", json!({"city": "Paris"})),
+            thinking("", Some("CsigUnk==")),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_finish_reason_without_calls_keeps_the_text_and_names_it() {
+    let (_, terminal, _) = run(
+        vec![MockResponse::sse(&fixture("gemini/unknown_reason_text.sse"))],
+        gemini,
+        ask("Tell me"),
+    )
+    .await;
+    let message = failed(terminal);
+    assert_eq!(message.stop_reason, StopReason::Error);
+    assert_eq!(message.content, vec![text("Here is a partial answer")]);
+    assert_eq!(
+        message.error_message.as_deref(),
+        Some(
+            "Gemini stopped the response for a reason Weft does not know (NEW_KIND_OF_STOP): \
+             Stopped for a new reason."
+        )
+    );
+    assert_eq!(message.usage.output, 4);
+}
+
+#[test]
+fn documented_failure_reasons_stay_errors_even_with_calls() {
+    for reason in [
+        "SAFETY",
+        "IMAGE_SAFETY",
+        "UNEXPECTED_TOOL_CALL",
+        "TOO_MANY_TOOL_CALLS",
+        "MALFORMED_FUNCTION_CALL",
+        "FINISH_REASON_UNSPECIFIED",
+    ] {
+        let chunk = format!(
+            r#"{{"candidates": [{{"content": {{"parts": [{{"functionCall": {{"name": "f","args": {{}}}}}}],"role": "model"}},"finishReason": "{reason}"}}]}}"#
+        );
+        let (out, result) = decode(&[&chunk]);
+        result.unwrap();
+        match out.last() {
+            Some(weft_llm::ProviderEvent::Error { reason: StopReason::Error, message }) => {
+                assert_eq!(message, &format!("Gemini stopped the response ({reason})"))
+            }
+            other => panic!("{reason}: {other:?}"),
+        }
+    }
+    // STOP with calls is tool use, MAX_TOKENS is length.
+    let chunk = r#"{"candidates": [{"content": {"parts": [{"functionCall": {"name": "f"}}],"role": "model"},"finishReason": "MAX_TOKENS"}]}"#;
+    let (out, _) = decode(&[chunk]);
+    assert_eq!(
+        out.last(),
+        Some(&weft_llm::ProviderEvent::Done { stop_reason: StopReason::Length })
+    );
+}
+
+#[tokio::test]
+async fn a_404_names_the_url_without_its_query() {
+    let body = r#"{"error": {"code": 404, "message": "models/gemini-9 is not found for API version v1beta", "status": "NOT_FOUND"}}"#;
+    let mut request = ask("Hi");
+    request.model = "gemini-9".into();
+    let (_, terminal, server) = run(vec![MockResponse::status(404, body)], gemini, request).await;
+    let error = failed(terminal).error_message.unwrap();
+    assert_eq!(
+        error,
+        format!(
+            "the provider answered HTTP 404 Not Found for POST \
+             {}/v1beta/models/gemini-9:streamGenerateContent: models/gemini-9 is not found for \
+             API version v1beta (NOT_FOUND)",
+            server.url()
+        )
+    );
+    assert!(!error.contains("alt=sse"), "{error}");
+    assert_eq!(server.requests()[0].path, "/v1beta/models/gemini-9:streamGenerateContent?alt=sse");
+}

@@ -383,3 +383,157 @@ async fn the_kit_answers_unscripted_requests_with_500() {
     assert!(message.contains("HTTP 500") && message.contains("no scripted response"), "{message}");
     assert_eq!(server.requests().len(), 1);
 }
+
+/// A 200 that is not an event stream: the single error of the call, and the server.
+async fn not_a_stream(response: MockResponse) -> String {
+    let server = MockServer::start(vec![response, MockResponse::sse("data: never\n\n")]).await;
+    let message = only_error(&call(client(), &server.url()).await);
+    assert_eq!(server.requests().len(), 1, "not retried");
+    assert!(!message.contains('\n') && !message.contains('\r'), "one line: {message}");
+    message
+}
+
+#[tokio::test]
+async fn a_json_200_is_not_an_event_stream() {
+    let json =
+        "{\n  \"id\": \"chatcmpl-9\",\n  \"object\": \"chat.completion\",\n  \"choices\": []\n}";
+    let message = not_a_stream(MockResponse::ok(Some("application/json"), json)).await;
+    assert_eq!(
+        message,
+        "the provider did not answer with an event stream (content type application/json; body: \
+         { \"id\": \"chatcmpl-9\", \"object\": \"chat.completion\", \"choices\": [] }); check the \
+         base URL and that the server supports streaming"
+    );
+}
+
+#[tokio::test]
+async fn an_html_200_is_not_an_event_stream_and_its_start_is_quoted() {
+    let html = format!(
+        "<!doctype html>\r\n<html>\r\n<body>\r\n<p>{}</p>\r\n</body>\r\n</html>\r\n",
+        "Lorem ipsum dolor sit amet. ".repeat(40)
+    );
+    let parts = common::split_parts(html.as_bytes(), 100);
+    let response = MockResponse { parts, ..MockResponse::ok(Some("text/html"), "") };
+    let message = not_a_stream(response).await;
+    let (head, body) = message.split_once("; body: ").unwrap();
+    assert_eq!(head, "the provider did not answer with an event stream (content type text/html");
+    let excerpt = body.strip_suffix("); check the base URL and that the server supports streaming");
+    let excerpt = excerpt.unwrap();
+    assert!(excerpt.starts_with("<!doctype html> <html> <body> <p>Lorem ipsum"), "{excerpt}");
+    assert_eq!(excerpt.chars().count(), 201, "200 characters and an ellipsis: {excerpt}");
+    assert!(excerpt.ends_with('…'));
+}
+
+#[tokio::test]
+async fn a_body_that_is_neither_labelled_nor_shaped_as_an_event_stream() {
+    let message = not_a_stream(MockResponse::ok(None, "OK")).await;
+    assert!(message.contains("(no content type; body: OK)"), "{message}");
+    let message = not_a_stream(MockResponse::ok(Some("application/json"), "")).await;
+    assert!(message.contains("(content type application/json; an empty body)"), "{message}");
+}
+
+#[tokio::test]
+async fn event_streams_are_read_liberally() {
+    let sse = "data: one\n\ndata: [DONE]\n\n";
+    let expected = vec![start(), text("one"), end(), done()];
+    for response in [
+        MockResponse::ok(Some("text/event-stream; charset=utf-8"), sse),
+        MockResponse::ok(Some("Text/Event-Stream"), sse),
+        // No content type, or a wrong one, but a body shaped like SSE.
+        MockResponse::ok(None, sse),
+        MockResponse::ok(Some("text/plain"), sse),
+        MockResponse::ok(None, &format!(": keep-alive\n\n{sse}")),
+        MockResponse::ok(None, &format!("\u{feff}\r\n{sse}")),
+        MockResponse::ok(None, "event: message\ndata: one\n\ndata: [DONE]\n\n"),
+        MockResponse {
+            parts: common::split_parts(sse.as_bytes(), 1),
+            ..MockResponse::ok(None, "")
+        },
+        MockResponse {
+            parts: vec![
+                Part::text("da"),
+                Part::Delay(Duration::from_millis(20)),
+                Part::text(&sse[2..]),
+            ],
+            ..MockResponse::ok(Some("application/octet-stream"), "")
+        },
+    ] {
+        let shown = format!("{response:?}");
+        let server = MockServer::start(vec![response]).await;
+        assert_eq!(call(client(), &server.url()).await, expected, "{shown}");
+    }
+    // An empty body without a content type is left to the decoder.
+    let server = MockServer::start(vec![MockResponse::ok(None, "")]).await;
+    assert_eq!(call(client(), &server.url()).await, vec![done()]);
+}
+
+#[tokio::test]
+async fn a_404_names_the_url_asked_without_its_query() {
+    let server = MockServer::start(vec![MockResponse::status(
+        404,
+        r#"{"error":{"message":"Not found","type":"invalid_request_error"}}"#,
+    )])
+    .await;
+    let message = only_error(&call(client(), &server.url()).await);
+    assert_eq!(
+        message,
+        format!(
+            "the provider answered HTTP 404 Not Found for POST {}/v1/chat: Not found \
+             (invalid_request_error)",
+            server.url()
+        )
+    );
+    assert_eq!(server.requests().len(), 1);
+    // Other statuses do not repeat the URL.
+    let server = MockServer::start(vec![MockResponse::status(400, "{}")]).await;
+    let message = only_error(&call(client(), &server.url()).await);
+    assert!(!message.contains("127.0.0.1"), "{message}");
+}
+
+#[tokio::test]
+async fn absurd_retry_after_values_neither_panic_nor_wait() {
+    for (header, value) in
+        [("retry-after", "1e30"), ("retry-after", "inf"), ("retry-after-ms", "1e300")]
+    {
+        let server = MockServer::start(vec![
+            MockResponse::status(429, r#"{"error":"slow down"}"#).with_header(header, value),
+            MockResponse::sse("data: never\n\n"),
+        ])
+        .await;
+        let started = Instant::now();
+        let message = only_error(&call(client(), &server.url()).await);
+        assert!(started.elapsed() < Duration::from_secs(2), "{header}: {value}");
+        assert_eq!(server.requests().len(), 1, "{header}: {value} is beyond max_delay");
+        assert!(message.contains("HTTP 429"), "{message}");
+    }
+    // Not a number at all: ignored, so the usual backoff applies.
+    let server = MockServer::start(vec![
+        MockResponse::status(429, r#"{"error":"slow down"}"#).with_header("retry-after", "NaN"),
+        MockResponse::sse("data: ok\n\n"),
+    ])
+    .await;
+    assert_eq!(call(client(), &server.url()).await, vec![start(), text("ok"), done()]);
+}
+
+#[tokio::test]
+async fn the_sum_of_the_waits_stays_within_max_total_delay() {
+    let busy = MockResponse::status(503, r#"{"error":"busy"}"#).with_header("retry-after", "0.4");
+    let server = MockServer::start(vec![busy; 10]).await;
+    let policy = RetryPolicy {
+        max_retries: 10,
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_secs(5),
+        max_total_delay: Duration::from_millis(1000),
+    };
+    let client = HttpClient::new(timeouts(5000, 5000), policy).unwrap();
+    let started = Instant::now();
+    let message = only_error(&call(client, &server.url()).await);
+    // 0.4 s + 0.4 s; a third wait would make 1.2 s > 1 s, so it gives up instead.
+    assert_eq!(server.requests().len(), 3);
+    assert!(message.ends_with("(after 2 retries)"), "{message}");
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(800) && elapsed < Duration::from_secs(2),
+        "{elapsed:?}"
+    );
+}

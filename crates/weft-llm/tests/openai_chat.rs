@@ -527,3 +527,140 @@ async fn real_service() {
     assert!(!message.text().is_empty());
     assert!(message.usage.input > 0 && message.usage.output > 0);
 }
+
+const MAX: u64 = u64::MAX;
+
+#[tokio::test]
+async fn usage_near_u64_max_saturates_instead_of_panicking() {
+    let server = serve("huge_usage.sse").await;
+    let mut request = request("Count");
+    request.prices =
+        Some(weft_core::Prices { input: 2.5, output: 10.0, cache_read: 1.25, cache_write: 0.0 });
+    let (_, message) = run(&provider(&server), request).await;
+    let message = message.unwrap();
+    assert_eq!(message.content, vec![text("Big")]);
+    assert_eq!(message.stop_reason, StopReason::Stop);
+    // prompt − cached = 10; a completion count beyond u64 (1e20) saturates; the total too.
+    let u = message.usage;
+    assert_eq!((u.input, u.output, u.cache_read, u.cache_write), (10, MAX, MAX - 10, 0));
+    assert_eq!((u.reasoning, u.total), (Some(MAX), MAX));
+    let cost = message.cost.unwrap();
+    for x in [cost.input, cost.output, cost.cache_read, cost.cache_write, cost.total] {
+        assert!(x.is_finite(), "{cost:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_finish_reason_after_tool_calls_is_tool_use() {
+    let server = serve("unknown_reason_tools.sse").await;
+    let (_, message) = run(&provider(&server), request("Weather?")).await;
+    let message = message.unwrap();
+    assert_eq!(message.stop_reason, StopReason::ToolUse);
+    assert_eq!(message.error_message, None);
+    assert_eq!(
+        message.content,
+        vec![AssistantContent::ToolCall(ToolCall {
+            id: "call_Kx1".into(),
+            name: "get_weather".into(),
+            arguments: json!({"city": "Paris"}),
+        })]
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_finish_reason_after_text_keeps_it_and_names_the_reason() {
+    let server = serve("unknown_reason_text.sse").await;
+    let (_, message) = run(&provider(&server), request("?")).await;
+    let message = message.unwrap_err();
+    assert_eq!(message.stop_reason, StopReason::Error);
+    assert_eq!(message.content, vec![text("The answer is")], "the content is kept");
+    assert_eq!(
+        message.error_message.as_deref(),
+        Some(
+            "the provider stopped the response for a reason Weft does not know: guardrail_intervened"
+        )
+    );
+}
+
+#[tokio::test]
+async fn finish_reasons_of_compatible_servers() {
+    let chunk = |delta: &str, reason: &str| {
+        format!(
+            "data: {{\"id\":\"c1\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":\"{reason}\"}}]}}\n\n"
+        )
+    };
+    let call = r#"{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}"#;
+    let words = r#"{"content":"Hi"}"#;
+    for (delta, reason, expected) in [
+        (words, "eos", Ok(StopReason::Stop)),
+        (words, "eos_token", Ok(StopReason::Stop)),
+        (words, "stop_sequence", Ok(StopReason::Stop)),
+        (words, "end_turn", Ok(StopReason::Stop)),
+        (words, "max_tokens", Ok(StopReason::Length)),
+        (call, "function_call", Ok(StopReason::ToolUse)),
+        (call, "tool_use", Ok(StopReason::ToolUse)),
+        // `stop` on a turn with tool calls (Gemini's OpenAI-compatible endpoint): tool use.
+        (call, "stop", Ok(StopReason::ToolUse)),
+        (call, "something_new", Ok(StopReason::ToolUse)),
+        // Documented failures stay failures, calls or not.
+        (call, "content_filter", Err("content_filter")),
+        (words, "safety", Err("safety")),
+        (words, "something_new", Err("something_new")),
+    ] {
+        let body = format!("{}data: [DONE]\n\n", chunk(delta, reason));
+        let server = MockServer::start(vec![MockResponse::sse(&body)]).await;
+        let (_, message) = run(&provider(&server), request("?")).await;
+        match (expected, message) {
+            (Ok(stop), Ok(m)) => assert_eq!(m.stop_reason, stop, "{reason}"),
+            (Err(word), Err(m)) => {
+                assert_eq!(m.stop_reason, StopReason::Error, "{reason}");
+                assert!(m.error_message.as_deref().unwrap().contains(word), "{reason}: {m:?}");
+                assert!(!m.content.is_empty(), "{reason}: the content is kept");
+            }
+            (expected, got) => panic!("{reason}: expected {expected:?}, got {got:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_json_answer_from_a_server_that_does_not_stream_is_named_as_such() {
+    let json = r#"{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hello"},"finish_reason":"stop"}]}"#;
+    let server = MockServer::start(vec![MockResponse {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        parts: vec![Part::text(json)],
+        ..MockResponse::default()
+    }])
+    .await;
+    let (deltas, message) = run(&provider(&server), request("Hi")).await;
+    assert!(deltas.is_empty());
+    let message = message.unwrap_err();
+    let error = message.error_message.unwrap();
+    assert!(
+        error.starts_with(
+            "the provider did not answer with an event stream (content type application/json; \
+             body: {\"id\":\"chatcmpl-1\""
+        ),
+        "{error}"
+    );
+    assert_eq!(server.requests().len(), 1, "not retried");
+}
+
+#[tokio::test]
+async fn a_404_names_the_url_asked() {
+    let server = MockServer::start(vec![MockResponse::status(
+        404,
+        r#"{"error":{"message":"The model `gpt-4o` does not exist","type":"invalid_request_error"}}"#,
+    )])
+    .await;
+    let (_, message) = run(&provider(&server), request("Hi")).await;
+    let error = message.unwrap_err().error_message.unwrap();
+    assert_eq!(
+        error,
+        format!(
+            "the provider answered HTTP 404 Not Found for POST {}/v1/chat/completions: The model \
+             `gpt-4o` does not exist (invalid_request_error)",
+            server.url()
+        )
+    );
+}

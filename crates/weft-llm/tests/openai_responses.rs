@@ -485,3 +485,50 @@ async fn real_service() {
     let (_, terminal) = collect_stream(p.stream(next, CancellationToken::new())).await;
     assert!(matches!(terminal, StreamEvent::Done(_)), "{terminal:?}");
 }
+
+#[tokio::test]
+async fn usage_near_u64_max_saturates_instead_of_panicking() {
+    let server = serve("huge_usage.sse").await;
+    let mut request = request("gpt-4o", "Count");
+    request.prices =
+        Some(weft_core::Prices { input: 2.5, output: 10.0, cache_read: 1.25, cache_write: 0.0 });
+    let (_, message) = run(&provider(&server), request).await;
+    let message = message.unwrap();
+    assert_eq!(message.content, vec![text("Big")]);
+    let u = message.usage;
+    assert_eq!((u.input, u.output, u.cache_read), (u64::MAX - 7, u64::MAX, 7));
+    assert_eq!((u.reasoning, u.total), (Some(u64::MAX), u64::MAX));
+    assert!(message.cost.unwrap().total.is_finite());
+}
+
+#[tokio::test]
+async fn an_unknown_incomplete_reason_after_a_complete_call_is_tool_use() {
+    let server = serve("incomplete_unknown_reason_call.sse").await;
+    let (_, message) = run(&provider(&server), request("gpt-4o", "Weather?")).await;
+    let message = message.unwrap();
+    assert_eq!(message.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        message.content,
+        vec![AssistantContent::ToolCall(ToolCall {
+            id: "call_Zq81LmN0pQr2StU3vWx4YzA5|fc_68a1c0ffee6c8190a7abfec07b1a1332096610f474011cc0"
+                .into(),
+            name: "get_weather".into(),
+            arguments: json!({"city": "Paris"}),
+        })]
+    );
+    assert_eq!(message.usage.output, 18);
+}
+
+#[tokio::test]
+async fn an_unknown_status_without_calls_keeps_the_text_and_names_it() {
+    let server = serve("unknown_status.sse").await;
+    let (_, message) = run(&provider(&server), request("gpt-4o", "?")).await;
+    let message = message.unwrap_err();
+    assert_eq!(message.stop_reason, StopReason::Error);
+    assert_eq!(message.content, vec![text("So far")]);
+    assert_eq!(
+        message.error_message.as_deref(),
+        Some("the provider ended the response with a status Weft does not know: paused")
+    );
+    assert_eq!(message.usage.input, 50, "usage kept");
+}

@@ -244,3 +244,103 @@ async fn cost_is_computed_from_prices() {
     let StreamEvent::Done(m) = end else { panic!() };
     assert_eq!(m.cost.unwrap().total, 5.0);
 }
+
+#[tokio::test]
+async fn scripted_usage_near_u64_max_saturates_instead_of_panicking() {
+    let script = FauxScript::from_json(
+        r#"{"turns":[{"text":"big","usage":{"input":18446744073709551615,"output":18446744073709551615,"cacheRead":5,"reasoning":18446744073709551615}}]}"#,
+    )
+    .unwrap();
+    let provider = FauxProvider::new(script);
+    let mut req = request("s");
+    req.prices =
+        Some(weft_core::Prices { input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 0.0 });
+    let (_, end) = collect(provider.stream(req, CancellationToken::new())).await;
+    let StreamEvent::Done(m) = end else { panic!("{end:?}") };
+    let mut expected = Usage::new(u64::MAX, u64::MAX, 5, 0);
+    expected.reasoning = Some(u64::MAX);
+    assert_eq!(m.usage, expected);
+    assert_eq!(m.usage.total, u64::MAX);
+    let cost = m.cost.unwrap();
+    assert!(cost.total.is_finite() && cost.output > cost.input, "{cost:?}");
+}
+
+#[tokio::test]
+async fn a_scripted_error_stop_reason_says_where_it_comes_from_once() {
+    let script = FauxScript::from_json(
+        r#"{"turns":[{"text":"ok"},{"text":"partial","stopReason":"error"},{"stopReason":"aborted"}]}"#,
+    )
+    .unwrap();
+    let provider = FauxProvider::new(script);
+    let (_, end) = collect(provider.stream(request("s"), CancellationToken::new())).await;
+    assert!(matches!(end, StreamEvent::Done(_)));
+    let (_, end) = collect(provider.stream(request("s"), CancellationToken::new())).await;
+    let StreamEvent::Error(m) = end else { panic!("{end:?}") };
+    assert_eq!(m.stop_reason, StopReason::Error);
+    assert_eq!(m.text(), "partial");
+    // What a consumer shows after its own "the model call failed: ".
+    assert_eq!(
+        m.error_message.as_deref(),
+        Some("the faux script's turn 2 ends with stopReason \"error\"")
+    );
+    let (_, end) = collect(provider.stream(request("s"), CancellationToken::new())).await;
+    let StreamEvent::Error(m) = end else { panic!("{end:?}") };
+    assert_eq!(m.stop_reason, StopReason::Aborted);
+    assert_eq!(
+        m.error_message.as_deref(),
+        Some("the faux script's turn 3 ends with stopReason \"aborted\"")
+    );
+}
+
+#[tokio::test]
+async fn a_provider_failure_without_a_message_is_not_described_as_the_call_failing() {
+    let (_, end) =
+        collect(scripted(vec![ProviderEvent::Done { stop_reason: StopReason::Error }])).await;
+    let StreamEvent::Error(m) = end else { panic!("{end:?}") };
+    let message = m.error_message.unwrap();
+    assert!(!message.contains("the model call failed"), "{message}");
+    assert_eq!(message, "the provider ended the call with stop reason error and no message");
+}
+
+fn registry() -> std::sync::Arc<weft_llm::models::ModelRegistry> {
+    let json = r#"[{"provider":"faux","id":"faux-priced","prices":{"input":2,"output":8,"cacheRead":0.5}},
+                   {"provider":"openai","id":"faux","prices":{"input":100,"output":100}}]"#;
+    std::sync::Arc::new(weft_llm::models::ModelRegistry::from_json(json).unwrap())
+}
+
+#[tokio::test]
+async fn costs_come_from_a_registry_given_to_the_provider() {
+    let turn = || FauxTurn::text("x").with_usage(1_000_000, 500_000);
+    let provider = FauxProvider::new(FauxScript::new([turn(), turn(), turn(), turn(), turn()]))
+        .with_registry(registry());
+    let call = |model: &str, prices: Option<weft_core::Prices>| {
+        let req = ModelRequest { model: model.into(), prices, ..request("s") };
+        let stream = provider.stream(req, CancellationToken::new());
+        async move {
+            match collect(stream).await.1 {
+                StreamEvent::Done(m) => *m,
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    // A model the registry knows for the provider `faux`: its prices.
+    let m = call("faux-priced", None).await;
+    assert_eq!(m.cost.map(|c| (c.input, c.output, c.total)), Some((2.0, 4.0, 6.0)));
+    // The request's own prices win.
+    let own = weft_core::Prices { input: 1.0, ..Default::default() };
+    assert_eq!(call("faux-priced", Some(own)).await.cost.unwrap().total, 1.0);
+    // The default model id without an entry (another provider's `faux` does not count): no
+    // cost, as without a registry, and no warning.
+    let m = call("", None).await;
+    assert_eq!((m.model.as_str(), m.cost), ("faux", None));
+    assert_eq!(call("faux", None).await.cost, None);
+    // Another unknown model: zero, as the real adapters count unknown models.
+    assert_eq!(call("faux-unknown", None).await.cost, Some(weft_core::Cost::default()));
+    // Without a registry nothing changes.
+    let plain = FauxProvider::new(FauxScript::new([turn()]));
+    let req = ModelRequest { model: "faux-priced".into(), ..request("t") };
+    let StreamEvent::Done(m) = collect(plain.stream(req, CancellationToken::new())).await.1 else {
+        panic!()
+    };
+    assert_eq!(m.cost, None);
+}

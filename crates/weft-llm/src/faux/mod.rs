@@ -4,6 +4,16 @@
 //! Each model call consumes the next turn of the calling session's own cursor, so every session
 //! replays the script from its first turn. Running out of turns ends the call with an `error`
 //! event, never a panic.
+//!
+//! # Cost
+//!
+//! A call is costed at the request's own prices if it gives some, else at the prices a
+//! [`ModelRegistry`] given with [`FauxProvider::with_registry`] has for the provider `faux` and
+//! the request's model (so a models file can give scripted runs costs:
+//! `{"provider": "faux", "id": "faux", "prices": {…}}`). Without prices the message's cost is
+//! left unset, as a cost of zero; a model the registry does not know is warned about once, as the
+//! real adapters do, except the default model id `faux` (this is a test provider: most scripts
+//! have no prices).
 
 mod script;
 
@@ -20,23 +30,52 @@ use weft_core::StopReason;
 pub use script::{FauxScript, FauxToolCall, FauxTurn, FauxUsage, ScriptError};
 
 use crate::CancellationToken;
+use crate::models::ModelRegistry;
 use crate::provider::{ContentDelta, ModelRequest, Provider, ProviderEvent};
 use crate::stream::ProviderStream;
 
 /// Characters per delta when a turn does not say.
 pub const DEFAULT_CHUNK_SIZE: usize = 4;
 
+/// The model id the faux provider records when a request names none; the registry is never
+/// warned about for it.
+pub const DEFAULT_MODEL: &str = "faux";
+
 /// The scripted provider. See the [module docs](self).
 #[derive(Debug)]
 pub struct FauxProvider {
     script: Arc<FauxScript>,
     cursors: Mutex<HashMap<String, usize>>,
+    registry: Option<Arc<ModelRegistry>>,
 }
 
 impl FauxProvider {
-    /// A provider playing `script`.
+    /// A provider playing `script`, without prices (see the [module docs](self#cost)).
     pub fn new(script: FauxScript) -> Self {
-        Self { script: Arc::new(script), cursors: Mutex::new(HashMap::new()) }
+        Self { script: Arc::new(script), cursors: Mutex::new(HashMap::new()), registry: None }
+    }
+
+    /// The same provider costing its calls at `registry`'s prices for the provider `faux` (see
+    /// the [module docs](self#cost)).
+    pub fn with_registry(mut self, registry: Arc<ModelRegistry>) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// The prices a call to `model` is costed at: the request's, else the registry's.
+    fn prices_for(
+        &self,
+        model: &str,
+        request_prices: Option<weft_core::Prices>,
+    ) -> Option<weft_core::Prices> {
+        if request_prices.is_some() {
+            return request_prices;
+        }
+        let registry = self.registry.as_ref()?;
+        if model == DEFAULT_MODEL {
+            return registry.prices("faux", model);
+        }
+        Some(registry.prices_or_warn("faux", model))
     }
 
     /// How many turns `session_id` has consumed.
@@ -62,7 +101,8 @@ impl Provider for FauxProvider {
 
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ProviderStream {
         let turn = self.next_turn(&request.session_id);
-        let model = if request.model.is_empty() { "faux" } else { request.model.as_str() };
+        let model = if request.model.is_empty() { DEFAULT_MODEL } else { request.model.as_str() };
+        let prices = self.prices_for(model, request.prices);
         if turn >= self.script.turns.len() {
             let message = format!(
                 "the faux script has no turn left: all {} turns were played",
@@ -72,10 +112,10 @@ impl Provider for FauxProvider {
                 reason: StopReason::Error,
                 message,
             }]);
-            return ProviderStream::new("faux", model, request.prices, cancel, inner);
+            return ProviderStream::new("faux", model, prices, cancel, inner);
         }
         let inner = FauxStream::new(self.script.clone(), turn);
-        ProviderStream::new("faux", model, request.prices, cancel, inner)
+        ProviderStream::new("faux", model, prices, cancel, inner)
     }
 }
 
@@ -260,6 +300,16 @@ impl FauxStream {
                         StopReason::ToolUse
                     });
                     self.phase = Phase::Finished;
+                    if stop_reason.is_failure() {
+                        // A scripted failure without an `error` message: say where it comes
+                        // from (what a consumer shows after "the model call failed: ").
+                        let message = format!(
+                            "the faux script's turn {} ends with stopReason \"{}\"",
+                            self.turn + 1,
+                            stop_reason.as_str()
+                        );
+                        return Some(ProviderEvent::Error { reason: stop_reason, message });
+                    }
                     return Some(ProviderEvent::Done { stop_reason });
                 }
                 phase => {

@@ -121,6 +121,18 @@ pub enum ScriptError {
         /// Why (already part of the message).
         error: serde_json::Error,
     },
+    /// A turn's value is out of range (such as `chunkSize: 0`).
+    #[error("invalid faux script{}: turns[{turn}].{field} {reason}", .path.as_deref().map(|p| format!(" {p}")).unwrap_or_default())]
+    Invalid {
+        /// The file, if read from one.
+        path: Option<String>,
+        /// The turn's position in `turns` (from 0).
+        turn: usize,
+        /// The field, as the JSON spells it.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl FauxScript {
@@ -129,19 +141,45 @@ impl FauxScript {
         Self { turns: turns.into_iter().collect() }
     }
 
-    /// Parses a script from JSON.
+    /// Parses a script from JSON, and [checks](Self::check) it.
     pub fn from_json(json: &str) -> Result<Self, ScriptError> {
-        serde_json::from_str(json).map_err(|error| ScriptError::Json { path: None, error })
+        let script: Self =
+            serde_json::from_str(json).map_err(|error| ScriptError::Json { path: None, error })?;
+        script.check()?;
+        Ok(script)
     }
 
-    /// Reads a script from a JSON file.
+    /// Reads a script from a JSON file, and [checks](Self::check) it.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ScriptError> {
         let path = path.as_ref();
         let display = path.display().to_string();
         let json = std::fs::read_to_string(path)
             .map_err(|error| ScriptError::Io { path: display.clone(), error })?;
-        serde_json::from_str(&json)
-            .map_err(|error| ScriptError::Json { path: Some(display), error })
+        let script: Self = serde_json::from_str(&json)
+            .map_err(|error| ScriptError::Json { path: Some(display.clone()), error })?;
+        script.check().map_err(|e| match e {
+            ScriptError::Invalid { turn, field, reason, .. } => {
+                ScriptError::Invalid { path: Some(display), turn, field, reason }
+            }
+            other => other,
+        })?;
+        Ok(script)
+    }
+
+    /// Checks what the JSON form cannot say by itself: every `chunkSize` is at least 1. (A
+    /// script built in Rust is not checked; it plays a `chunkSize` of 0 as 1.)
+    pub fn check(&self) -> Result<(), ScriptError> {
+        for (turn, t) in self.turns.iter().enumerate() {
+            if t.chunk_size == Some(0) {
+                return Err(ScriptError::Invalid {
+                    path: None,
+                    turn,
+                    field: "chunkSize",
+                    reason: "is 0: it must be at least 1 (characters per delta)".to_string(),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -235,6 +273,33 @@ mod tests {
         assert_eq!(s.turns[0].tool_calls[0].arguments["city"], "Paris");
         assert_eq!(s.turns[0].usage.unwrap().output, 5);
         assert_eq!(s.turns[1].error.as_deref(), Some("overloaded"));
+    }
+
+    #[test]
+    fn a_chunk_size_of_zero_is_refused_at_load_time() {
+        let err = FauxScript::from_json(r#"{"turns":[{"text":"a"},{"text":"hi","chunkSize":0}]}"#)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid faux script: turns[1].chunkSize is 0: it must be at least 1 (characters per \
+             delta)"
+        );
+        let dir = std::env::temp_dir().join(format!("weft-faux-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("zero.json");
+        std::fs::write(&file, r#"{"turns":[{"text":"hi","chunkSize":0}]}"#).unwrap();
+        let err = FauxScript::from_file(&file).unwrap_err();
+        let shown = err.to_string();
+        assert!(
+            shown.starts_with("invalid faux script ")
+                && shown.contains("zero.json")
+                && shown.ends_with(
+                    "turns[0].chunkSize is 0: it must be at least 1 (characters per delta)"
+                ),
+            "{shown}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(FauxScript::from_json(r#"{"turns":[{"text":"hi","chunkSize":1}]}"#).is_ok());
     }
 
     #[test]

@@ -440,7 +440,7 @@ impl GeminiDecoder {
     }
 
     fn usage(&mut self, meta: &Value, out: &mut Vec<ProviderEvent>) {
-        let count = |key: &str| meta.get(key).and_then(Value::as_u64);
+        let count = |key: &str| meta.get(key).and_then(super::token_count);
         let prompt = count("promptTokenCount");
         let candidates = count("candidatesTokenCount");
         let thoughts = count("thoughtsTokenCount");
@@ -449,8 +449,9 @@ impl GeminiDecoder {
         }
         let cached = count("cachedContentTokenCount").unwrap_or(0);
         let tool_prompt = count("toolUsePromptTokenCount").unwrap_or(0);
-        let input = prompt.unwrap_or(0).saturating_sub(cached) + tool_prompt;
-        let output = candidates.unwrap_or(0) + thoughts.unwrap_or(0);
+        // Saturating: counts come from the network and must never panic a run.
+        let input = prompt.unwrap_or(0).saturating_sub(cached).saturating_add(tool_prompt);
+        let output = candidates.unwrap_or(0).saturating_add(thoughts.unwrap_or(0));
         let mut usage = Usage::new(input, output, cached, 0);
         usage.reasoning = thoughts;
         if self.usage != Some(usage) {
@@ -549,20 +550,61 @@ impl SseDecoder for GeminiDecoder {
                 reason: StopReason::Error,
                 message: "the Gemini stream ended before the model finished".to_string(),
             },
-            Some((reason, _)) if reason == "STOP" => ProviderEvent::Done {
-                stop_reason: if self.calls > 0 { StopReason::ToolUse } else { StopReason::Stop },
-            },
-            Some((reason, _)) if reason == "MAX_TOKENS" => {
-                ProviderEvent::Done { stop_reason: StopReason::Length }
-            }
-            Some((reason, message)) => ProviderEvent::Error {
-                reason: StopReason::Error,
-                message: match message {
-                    Some(m) => format!("Gemini stopped the response ({reason}): {m}"),
-                    None => format!("Gemini stopped the response ({reason})"),
-                },
-            },
+            Some((reason, message)) => finish_event(&reason, message.as_deref(), self.calls > 0),
         };
         out.push(event);
+    }
+}
+
+/// Gemini's documented `FinishReason`s that mean the response did not end normally (all but
+/// `STOP` and `MAX_TOKENS`): each ends the call with stop reason `error` naming it, the partial
+/// content kept.
+const FAILURE_REASONS: [&str; 18] = [
+    "FINISH_REASON_UNSPECIFIED",
+    "SAFETY",
+    "RECITATION",
+    "LANGUAGE",
+    "OTHER",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "SPII",
+    "MALFORMED_FUNCTION_CALL",
+    "IMAGE_SAFETY",
+    "IMAGE_PROHIBITED_CONTENT",
+    "IMAGE_OTHER",
+    "IMAGE_RECITATION",
+    "NO_IMAGE",
+    "UNEXPECTED_TOOL_CALL",
+    "TOO_MANY_TOOL_CALLS",
+    "MISSING_THOUGHT_SIGNATURE",
+    "MALFORMED_RESPONSE",
+];
+
+/// The terminal event for a candidate's `finishReason` (and `finishMessage`), `calls` telling
+/// whether it holds function calls (Gemini sends each one whole, so they are complete).
+///
+/// `STOP` ends normally (`tool_use` with calls, else `stop`), `MAX_TOKENS` is `length`, the
+/// documented failures ([`FAILURE_REASONS`]) are errors naming the reason. A reason Weft does not
+/// know (one added after this was written) does not throw a complete answer away: with function
+/// calls the call ends as `tool_use` (the calls run); without, the content is kept and the call
+/// ends as `error` naming the reason, since it may be a new kind of block or cut.
+fn finish_event(reason: &str, message: Option<&str>, calls: bool) -> ProviderEvent {
+    let detail = message.map(|m| format!(": {m}")).unwrap_or_default();
+    match reason {
+        "STOP" => ProviderEvent::Done {
+            stop_reason: if calls { StopReason::ToolUse } else { StopReason::Stop },
+        },
+        "MAX_TOKENS" => ProviderEvent::Done { stop_reason: StopReason::Length },
+        known if FAILURE_REASONS.contains(&known) => ProviderEvent::Error {
+            reason: StopReason::Error,
+            message: format!("Gemini stopped the response ({reason}){detail}"),
+        },
+        _ if calls => ProviderEvent::Done { stop_reason: StopReason::ToolUse },
+        _ => ProviderEvent::Error {
+            reason: StopReason::Error,
+            message: format!(
+                "Gemini stopped the response for a reason Weft does not know ({reason}){detail}"
+            ),
+        },
     }
 }

@@ -61,6 +61,18 @@ impl ProviderSettings {
     }
 }
 
+/// A token count as a provider sent it: a non-negative integer; a number too large for `u64`
+/// (JSON allows it; serde reads it as a float) saturates at `u64::MAX`, and a fraction is cut to
+/// its whole part. Anything else (negative, not a number) is no count. Every usage computation
+/// from these saturates too, so no count can panic a run.
+pub(crate) fn token_count(v: &serde_json::Value) -> Option<u64> {
+    match v.as_u64() {
+        Some(n) => Some(n),
+        // `as` saturates: 1e30 becomes u64::MAX.
+        None => v.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| f as u64),
+    }
+}
+
 impl std::fmt::Debug for ProviderSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let headers: Vec<&str> = self.extra_headers.iter().map(|(n, _)| n.as_str()).collect();

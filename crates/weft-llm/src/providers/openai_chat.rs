@@ -302,6 +302,32 @@ pub struct ChatDecoder {
 enum Finish {
     Stop(StopReason),
     Error(String),
+    /// A `finish_reason` Weft does not know, decided at the end (see [`finish_reason`]).
+    Unknown(String),
+}
+
+/// A `finish_reason` as Weft reads it.
+///
+/// OpenAI documents `stop`, `length`, `tool_calls`, `content_filter` and the legacy
+/// `function_call`. Compatible servers add their own names for the same ends, read as such:
+/// `end_turn`, `stop_sequence`, `eos`, `eos_token` (a natural end: `stop`), `max_tokens`
+/// (`length`), `tool_use` (`tool_use`); `safety`, `refusal`, `recitation` and `error` are errors
+/// naming the reason, like `content_filter`. Any other value is [`Finish::Unknown`]: the content
+/// is kept whatever it is, and the call ends as `tool_use` if it holds tool calls (they are
+/// complete once a finish reason is sent), else as `error` naming the reason (it may be a cut
+/// the server has its own word for).
+fn finish_reason(reason: &str) -> Finish {
+    match reason {
+        "stop" | "end_turn" | "stop_sequence" | "eos" | "eos_token" => {
+            Finish::Stop(StopReason::Stop)
+        }
+        "length" | "max_tokens" => Finish::Stop(StopReason::Length),
+        "tool_calls" | "function_call" | "tool_use" => Finish::Stop(StopReason::ToolUse),
+        "content_filter" | "safety" | "refusal" | "recitation" | "error" => {
+            Finish::Error(format!("the provider stopped the response: {reason}"))
+        }
+        other => Finish::Unknown(other.to_string()),
+    }
 }
 
 impl ChatDecoder {
@@ -510,6 +536,7 @@ impl ChatDecoder {
             return;
         }
         self.done = true;
+        let calls = !self.tool_order.is_empty();
         self.close_all(out);
         if !self.refusal.is_empty() {
             let message = format!("the model refused: {}", self.refusal);
@@ -520,19 +547,36 @@ impl ChatDecoder {
             Some(Finish::Error(message)) => {
                 out.push(ProviderEvent::Error { reason: StopReason::Error, message })
             }
+            // Some servers (Gemini's OpenAI-compatible endpoint, older Ollama) say `stop` for a
+            // turn that calls tools: the calls are what the turn asks for.
+            Some(Finish::Stop(StopReason::Stop)) if calls => {
+                out.push(ProviderEvent::Done { stop_reason: StopReason::ToolUse })
+            }
             Some(Finish::Stop(stop_reason)) => out.push(ProviderEvent::Done { stop_reason }),
-            None => out.push(ProviderEvent::Done { stop_reason: StopReason::Stop }),
+            Some(Finish::Unknown(_)) if calls => {
+                out.push(ProviderEvent::Done { stop_reason: StopReason::ToolUse })
+            }
+            Some(Finish::Unknown(reason)) => out.push(ProviderEvent::Error {
+                reason: StopReason::Error,
+                message: format!(
+                    "the provider stopped the response for a reason Weft does not know: {reason}"
+                ),
+            }),
+            None => out.push(ProviderEvent::Done {
+                stop_reason: if calls { StopReason::ToolUse } else { StopReason::Stop },
+            }),
         }
     }
 
     fn usage(usage: &Value) -> Option<Usage> {
-        let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+        let n = |v: Option<&Value>| v.and_then(super::token_count).unwrap_or(0);
         let prompt = n(usage.get("prompt_tokens"));
         let completion = n(usage.get("completion_tokens"));
         let cached = n(usage.pointer("/prompt_tokens_details/cached_tokens"))
             .max(n(usage.get("prompt_cache_hit_tokens")));
-        let reasoning =
-            usage.pointer("/completion_tokens_details/reasoning_tokens").and_then(Value::as_u64);
+        let reasoning = usage
+            .pointer("/completion_tokens_details/reasoning_tokens")
+            .and_then(super::token_count);
         if !usage.is_object() {
             return None;
         }
@@ -619,17 +663,7 @@ impl SseDecoder for ChatDecoder {
             if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str)
                 && !matches!(self.finish, Some(Finish::Error(_)))
             {
-                self.finish = Some(match reason {
-                    "stop" | "end_turn" => Finish::Stop(StopReason::Stop),
-                    "length" | "max_tokens" => Finish::Stop(StopReason::Length),
-                    "tool_calls" | "function_call" => Finish::Stop(StopReason::ToolUse),
-                    // Safety stops and refusals are errors carrying the provider's reason.
-                    "content_filter" | "safety" | "refusal" | "recitation" | "error" => {
-                        Finish::Error(format!("the provider stopped the response: {reason}"))
-                    }
-                    // Other servers' names for a natural end (`eos`, `end_turn` …).
-                    _ => Finish::Stop(StopReason::Stop),
-                });
+                self.finish = Some(finish_reason(reason));
             }
         }
         Ok(())

@@ -260,6 +260,8 @@ pub struct ResponsesDecoder {
     /// Items still open, in the order they started.
     open: Vec<u64>,
     saw_call: bool,
+    /// A function call item was complete (its `response.output_item.done` came).
+    complete_call: bool,
     saw_content: bool,
     refusal: String,
     done: bool,
@@ -327,12 +329,12 @@ impl ResponsesDecoder {
 
     fn usage(response: &Value, out: &mut Vec<ProviderEvent>) {
         let Some(usage) = response.get("usage").filter(|u| u.is_object()) else { return };
-        let n = |p: &str| usage.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+        let n = |p: &str| usage.pointer(p).and_then(super::token_count).unwrap_or(0);
         let cached = n("/input_tokens_details/cached_tokens");
         let mut u =
             Usage::new(n("/input_tokens").saturating_sub(cached), n("/output_tokens"), cached, 0);
         u.reasoning =
-            usage.pointer("/output_tokens_details/reasoning_tokens").and_then(Value::as_u64);
+            usage.pointer("/output_tokens_details/reasoning_tokens").and_then(super::token_count);
         out.push(ProviderEvent::Usage(u));
     }
 
@@ -433,6 +435,7 @@ impl ResponsesDecoder {
             }
             _ => {}
         }
+        self.complete_call |= kind == Kind::Call;
         self.close(key, out);
     }
 
@@ -449,6 +452,55 @@ impl ResponsesDecoder {
             Kind::Thinking => ContentDelta::ThinkingDelta { index, delta },
             Kind::Call => ContentDelta::ToolCallDelta { index, delta },
         }));
+    }
+}
+
+impl ResponsesDecoder {
+    /// The terminal event of a `response.completed` or `response.incomplete` event (`kind`)
+    /// carrying `response`.
+    ///
+    /// The status is the response's `status`, or the event's (`incomplete` for
+    /// `response.incomplete` whatever the field says). `completed` ends normally (`tool_use` with
+    /// function calls, else `stop`). `incomplete` with `incomplete_details.reason`
+    /// `max_output_tokens` (or none) is `length`, with `content_filter` an error naming it.
+    /// `failed` and `cancelled` are errors. A reason or status Weft does not know (one added after
+    /// this was written) does not throw a complete answer away: with a complete function call the
+    /// call ends as `tool_use` (the calls run); without, the content is kept and the call ends as
+    /// an error naming it.
+    fn end_event(&self, kind: &str, response: &Value) -> ProviderEvent {
+        let error = |message: String| ProviderEvent::Error { reason: StopReason::Error, message };
+        let reason = response.pointer("/incomplete_details/reason").and_then(Value::as_str);
+        let status = match response.get("status").and_then(Value::as_str) {
+            _ if kind == "response.incomplete" => "incomplete",
+            Some(status) => status,
+            None => "completed",
+        };
+        match (status, reason) {
+            ("completed", _) if self.saw_call => {
+                ProviderEvent::Done { stop_reason: StopReason::ToolUse }
+            }
+            ("completed", _) => ProviderEvent::Done { stop_reason: StopReason::Stop },
+            ("incomplete", Some("max_output_tokens") | None) => {
+                ProviderEvent::Done { stop_reason: StopReason::Length }
+            }
+            ("incomplete", Some("content_filter")) => {
+                error("the provider stopped the response: content_filter".to_string())
+            }
+            ("failed" | "cancelled", _) => {
+                let detail = match response.get("error").filter(|e| !e.is_null()) {
+                    Some(e) => format!(": {}", error_text(Some(e))),
+                    None => String::new(),
+                };
+                error(format!("the provider ended the response as {status}{detail}"))
+            }
+            _ if self.complete_call => ProviderEvent::Done { stop_reason: StopReason::ToolUse },
+            ("incomplete", Some(other)) => error(format!(
+                "the provider stopped the response for a reason Weft does not know: {other}"
+            )),
+            (other, _) => error(format!(
+                "the provider ended the response with a status Weft does not know: {other}"
+            )),
+        }
     }
 }
 
@@ -533,27 +585,13 @@ impl SseDecoder for ResponsesDecoder {
             "response.completed" | "response.incomplete" => {
                 let response = v.get("response").cloned().unwrap_or(Value::Null);
                 Self::usage(&response, out);
-                let reason = response.pointer("/incomplete_details/reason").and_then(Value::as_str);
-                let status = response.get("status").and_then(Value::as_str);
                 let event = if !self.refusal.is_empty() {
                     ProviderEvent::Error {
                         reason: StopReason::Error,
                         message: format!("the model refused: {}", self.refusal),
                     }
-                } else if kind == "response.incomplete" || status == Some("incomplete") {
-                    match reason {
-                        Some("max_output_tokens") | None => {
-                            ProviderEvent::Done { stop_reason: StopReason::Length }
-                        }
-                        Some(other) => ProviderEvent::Error {
-                            reason: StopReason::Error,
-                            message: format!("the provider stopped the response: {other}"),
-                        },
-                    }
-                } else if self.saw_call {
-                    ProviderEvent::Done { stop_reason: StopReason::ToolUse }
                 } else {
-                    ProviderEvent::Done { stop_reason: StopReason::Stop }
+                    self.end_event(&kind, &response)
                 };
                 self.terminal(event, out);
             }

@@ -77,6 +77,18 @@ impl MockResponse {
         }
     }
 
+    /// 200 with this `content-type` (none if `None`) and the body in one chunk.
+    pub fn ok(content_type: Option<&str>, body: &str) -> Self {
+        Self {
+            status: 200,
+            headers: content_type
+                .map(|ct| vec![("content-type".to_string(), ct.to_string())])
+                .unwrap_or_default(),
+            parts: vec![Part::text(body)],
+            ..Self::default()
+        }
+    }
+
     /// Adds a header (replacing one of the same name, case-insensitively).
     pub fn with_header(mut self, name: &str, value: &str) -> Self {
         self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));

@@ -63,6 +63,8 @@ pub struct AnthropicDecoder {
     next_index: u32,
     usage: Usage,
     stop_reason: Option<String>,
+    /// A tool call block was complete (its `content_block_stop` came).
+    complete_call: bool,
     /// Any content event emitted (after which nothing is retried).
     content: bool,
     /// Any event seen at all.
@@ -119,7 +121,7 @@ impl AnthropicDecoder {
     }
 
     fn usage_from(&mut self, usage: &Value) {
-        let get = |name: &str| usage.get(name).and_then(Value::as_u64);
+        let get = |name: &str| usage.get(name).and_then(crate::providers::token_count);
         // The counts of `message_delta` are cumulative; some servers send zeros for the fields
         // they do not repeat, so a count never goes down.
         if let Some(n) = get("input_tokens") {
@@ -276,7 +278,7 @@ impl AnthropicDecoder {
         self.close_all(out);
         self.finished = true;
         let reason = self.stop_reason.take();
-        out.push(match stop_reason(reason.as_deref()) {
+        out.push(match stop_reason(reason.as_deref(), self.complete_call) {
             Ok(stop_reason) => ProviderEvent::Done { stop_reason },
             Err(message) => ProviderEvent::Error { reason: StopReason::Error, message },
         });
@@ -329,6 +331,10 @@ impl SseDecoder for AnthropicDecoder {
             "content_block_delta" => self.block_delta(&data, out),
             "content_block_stop" => {
                 let key = block_key(&data)?;
+                self.complete_call |= self
+                    .blocks
+                    .get(&key)
+                    .is_some_and(|b| b.open && matches!(b.kind, Kind::ToolCall { .. }));
                 self.close(key, out);
                 Ok(())
             }
@@ -381,13 +387,19 @@ fn block_key(data: &Value) -> Result<u64, DecodeFailure> {
 }
 
 /// Anthropic's stop reason → the canonical one, or the error message for the reasons that mean
-/// the model did not finish normally.
+/// the model did not finish normally; `complete_call` tells whether the message holds a complete
+/// tool call.
 ///
-/// `end_turn`, `stop_sequence` (and none) → stop; `max_tokens` and
-/// `model_context_window_exceeded` → length; `tool_use` → tool use; `refusal`, `pause_turn` (a
-/// server-tool turn paused unfinished) and unknown reasons → an error naming the reason.
-pub(crate) fn stop_reason(reason: Option<&str>) -> Result<StopReason, String> {
+/// `end_turn`, `stop_sequence` → stop; `max_tokens` and `model_context_window_exceeded` →
+/// length; `tool_use` → tool use; `refusal` and `pause_turn` (a server-tool turn paused
+/// unfinished) → an error naming the reason. No reason (a proxy that drops it) is stop, or tool
+/// use with a complete call. A reason Weft does not know (one added after this was written)
+/// does not throw a complete answer away: with a complete tool call it is tool use (the calls
+/// run); without, the content is kept and the call ends as an error naming the reason, since it
+/// may mean the turn is unfinished (as `pause_turn` does).
+pub(crate) fn stop_reason(reason: Option<&str>, complete_call: bool) -> Result<StopReason, String> {
     match reason {
+        None if complete_call => Ok(StopReason::ToolUse),
         None | Some("end_turn") | Some("stop_sequence") => Ok(StopReason::Stop),
         Some("max_tokens") | Some("model_context_window_exceeded") => Ok(StopReason::Length),
         Some("tool_use") => Ok(StopReason::ToolUse),
@@ -397,6 +409,7 @@ pub(crate) fn stop_reason(reason: Option<&str>) -> Result<StopReason, String> {
         Some("pause_turn") => {
             Err("Anthropic paused the turn before it was complete (pause_turn)".to_string())
         }
+        Some(_) if complete_call => Ok(StopReason::ToolUse),
         Some(other) => Err(format!("Anthropic stopped for a reason Weft does not know: {other}")),
     }
 }
@@ -466,11 +479,23 @@ mod tests {
 
     #[test]
     fn stop_reasons() {
-        assert_eq!(stop_reason(Some("stop_sequence")), Ok(StopReason::Stop));
-        assert_eq!(stop_reason(Some("model_context_window_exceeded")), Ok(StopReason::Length));
-        assert!(stop_reason(Some("refusal")).unwrap_err().contains("refusal"));
-        assert!(stop_reason(Some("pause_turn")).unwrap_err().contains("pause_turn"));
-        assert!(stop_reason(Some("new_reason")).unwrap_err().contains("new_reason"));
+        for calls in [false, true] {
+            assert_eq!(stop_reason(Some("stop_sequence"), calls), Ok(StopReason::Stop));
+            assert_eq!(stop_reason(Some("end_turn"), calls), Ok(StopReason::Stop));
+            assert_eq!(stop_reason(Some("max_tokens"), calls), Ok(StopReason::Length));
+            assert_eq!(
+                stop_reason(Some("model_context_window_exceeded"), calls),
+                Ok(StopReason::Length)
+            );
+            assert_eq!(stop_reason(Some("tool_use"), calls), Ok(StopReason::ToolUse));
+            // Documented failures stay failures, calls or not.
+            assert!(stop_reason(Some("refusal"), calls).unwrap_err().contains("refusal"));
+            assert!(stop_reason(Some("pause_turn"), calls).unwrap_err().contains("pause_turn"));
+        }
+        assert!(stop_reason(Some("new_reason"), false).unwrap_err().contains("new_reason"));
+        assert_eq!(stop_reason(Some("new_reason"), true), Ok(StopReason::ToolUse));
+        assert_eq!(stop_reason(None, false), Ok(StopReason::Stop));
+        assert_eq!(stop_reason(None, true), Ok(StopReason::ToolUse));
     }
 
     #[test]
