@@ -650,14 +650,17 @@ fn token_usage(messages: &[Message]) -> Vec<TokenUsage<'_>> {
                     &mut entries[last]
                 }
             };
-        let input = u.input + u.cache_read + u.cache_write;
-        entry.input_tokens += input;
-        entry.output_tokens += u.output;
-        entry.total_tokens += input + u.output;
-        entry.cached_input_tokens += u.cache_read;
-        entry.cache_write_input_tokens += u.cache_write;
+        // Counts come from a provider: saturate rather than overflow.
+        let input = u.total_input();
+        entry.input_tokens = entry.input_tokens.saturating_add(input);
+        entry.output_tokens = entry.output_tokens.saturating_add(u.output);
+        entry.total_tokens = entry.total_tokens.saturating_add(input.saturating_add(u.output));
+        entry.cached_input_tokens = entry.cached_input_tokens.saturating_add(u.cache_read);
+        entry.cache_write_input_tokens =
+            entry.cache_write_input_tokens.saturating_add(u.cache_write);
         if let Some(reasoning) = u.reasoning {
-            *entry.reasoning_tokens.get_or_insert(0) += reasoning;
+            let total = entry.reasoning_tokens.get_or_insert(0);
+            *total = total.saturating_add(reasoning);
         }
     }
     entries

@@ -350,12 +350,12 @@ impl Encoder for LoomEncoder {
                 Message::User(_) => {}
                 Message::Assistant(m) => {
                     let u = &m.usage;
-                    let prompt = u.input + u.cache_read + u.cache_write;
+                    let prompt = u.total_input();
                     let completion = u.output;
                     let payload = Fields::new()
                         .put("prompt_tokens", &prompt)
                         .put("completion_tokens", &completion)
-                        .put("total_tokens", &(prompt + completion));
+                        .put("total_tokens", &prompt.saturating_add(completion));
                     self.simple("usage", payload, out);
                     self.assistant_nodes.push(self.nodes.last().map(|n| n.node_id.clone()));
                 }
