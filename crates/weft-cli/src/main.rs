@@ -6,25 +6,31 @@
 //! | --- | --- |
 //! | 0 | the run completed (or stdout was closed early, as by `weft run … \| head -1`) |
 //! | 1 | the run failed, was aborted, hit `--max-turns` or was suspended on tool calls |
-//! | 2 | a usage or configuration mistake (bad flags, unknown provider, unreadable script) |
-//! | 130 | the run was interrupted by Ctrl-C |
+//! | 2 | a usage or configuration mistake (bad or contradictory flags, a bad environment variable, unknown provider, unreadable script or models file) |
+//! | 130 | the run was interrupted by Ctrl-C (SIGINT) |
+//! | 143 | the run was ended by SIGTERM |
 //!
-//! Every failure is reported as one line on stderr, `weft: <reason>`.
+//! Every failure is reported as one line on stderr, `weft: <reason>`. In the terminal view a
+//! summary line (tokens, cost, model, time: see [`summary`]) comes before it on stderr.
 
 mod render;
+mod sanitize;
+mod signals;
+mod summary;
+mod term;
 mod tools;
 
-use std::future::Future;
 use std::io::{self, BufWriter, IsTerminal, Write};
-use std::path::PathBuf;
-use std::pin::Pin;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
-use clap::{Args, Parser, Subcommand};
-use futures::{FutureExt, StreamExt};
+use clap::{ArgAction, Args, Parser, Subcommand};
+use futures::{FutureExt, Stream, StreamExt};
 use weft_agent::{Agent, DEFAULT_MAX_TURNS, ExecuteResult, SessionOptions};
-use weft_core::{Input, SessionStatus, ToolCall};
+use weft_core::{AgentEvent, Input, SessionStatus, ToolCall};
 use weft_llm::config;
 use weft_llm::faux::{FauxProvider, FauxScript};
 use weft_llm::http::{HttpClient, RetryPolicy, Timeouts};
@@ -32,11 +38,18 @@ use weft_llm::models::ModelRegistry;
 use weft_protocol::Protocol;
 
 use crate::render::{JsonLines, Renderer, Sink};
+use crate::signals::{Signal, Signals};
+use crate::term::Spinner;
 
 /// Weft: run LLM agents from the terminal.
 #[derive(Debug, Parser)]
 #[command(name = "weft", version, propagate_version = true)]
 struct Cli {
+    /// More log output on stderr: -v info, -vv debug, -vvv trace. Without it warnings and errors
+    /// are shown, or what RUST_LOG selects (e.g. RUST_LOG=weft_llm=debug).
+    #[arg(short, long, action = ArgAction::Count, global = true)]
+    verbose: u8,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -52,7 +65,7 @@ enum Command {
 
 #[derive(Debug, Args)]
 struct ModelsArgs {
-    /// Only this provider's models.
+    /// Only this provider's models (openai, openai-responses, anthropic, gemini, faux).
     #[arg(long, value_name = "NAME")]
     provider: Option<String>,
 
@@ -64,8 +77,19 @@ struct ModelsArgs {
 const RUN_AFTER_HELP: &str = concat!(
     "Output: the model's text as it streams; thinking dimmed (on a terminal, unless NO_COLOR is \
      set) or prefixed with \"thinking: \"; each tool call as \"[tool] NAME ARGS\", its output \
-     indented, then \"[tool] NAME: ok\" or \"[tool] NAME: error\". With --json: the Loom stream \
-     protocol's NDJSON; with --protocol FORMAT: that wire format, one JSON object per line.\n\n",
+     indented, then \"[tool] NAME: ok\" or \"[tool] NAME: error\". Control characters in what the \
+     model or a tool says are shown as ^[, ^M, <U+009B> … and never reach the terminal. At the \
+     end, one line on stderr: \"tokens: IN in (C cached), OUT out (R reasoning) · cost: $X · \
+     model: ID · time: T\", with \"· stopped: REASON (…)\" when the last model call did not end \
+     normally (length: the answer was cut at the output limit). While the model has not said \
+     anything yet and stderr is a terminal, a spinner on stderr shows the time waited. With \
+     --json: the Loom stream protocol's NDJSON; with --protocol FORMAT: that wire format, one \
+     JSON object per line (no summary line).\n\n",
+    "HTTP (every provider but faux): --connect-timeout, --first-byte-timeout, --idle-timeout \
+     (DURATION: 30s, 2m, 500ms, or plain seconds such as 30 or 0.5) and --max-retries override \
+     WEFT_CONNECT_TIMEOUT, WEFT_FIRST_BYTE_TIMEOUT, WEFT_IDLE_TIMEOUT and WEFT_MAX_RETRIES. \
+     Requests that fail before anything streams (connect errors, timeouts, 408/429/5xx) are \
+     retried; nothing is retried once content has streamed.\n\n",
     "Built-in tools (local, available to every run):\n",
     "  echo          {\"text\": string}: streams the text back word by word, then returns it\n",
     "  current_time  no arguments: the current UTC time in RFC 3339 (2025-01-31T12:00:00Z)\n",
@@ -74,7 +98,9 @@ const RUN_AFTER_HELP: &str = concat!(
      \"echo\",\"arguments\":{\"text\":\"hi\"}}],\"chunkSize\":4,\"delayMs\":0},{\"error\":\
      \"overloaded\"}]}; each model call plays the next turn.\n\n",
     "Exit status: 0 completed; 1 failed, aborted, max turns reached or suspended on tool calls; \
-     2 usage or configuration error; 130 interrupted (Ctrl-C). A failure's reason is one line \
+     2 usage or configuration error (including contradictory flags and bad WEFT_* or *_BASE_URL \
+     variables); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM). Both signals abort the run \
+     first, so --json output still ends with its reply frame. A failure's reason is one line \
      on stderr."
 );
 
@@ -99,7 +125,8 @@ struct RunArgs {
     #[arg(long, value_name = "NAME")]
     provider: Option<String>,
 
-    /// The faux provider's script: a JSON file of turns (required with --provider faux).
+    /// The faux provider's script: a JSON file of turns (required with --provider faux, refused
+    /// with any other provider).
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
 
@@ -112,12 +139,13 @@ struct RunArgs {
     model: Option<String>,
 
     /// Write the run as the Loom stream protocol's NDJSON (one JSON object per line: envelope,
-    /// node runs, the reply frame last) and nothing else on stdout.
-    #[arg(long)]
+    /// node runs, the reply frame last) and nothing else on stdout. Cannot be combined with
+    /// --protocol.
+    #[arg(long, conflicts_with = "protocol")]
     json: bool,
 
     /// Write the run in this wire format, one JSON object per line: native (the agent plan's
-    /// events), loom, loom-export, aceai, ag-ui or vercel. Implies JSON output.
+    /// events), loom (what --json writes), loom-export, aceai, ag-ui or vercel.
     #[arg(long, value_name = "FORMAT")]
     protocol: Option<Protocol>,
 
@@ -132,9 +160,99 @@ struct RunArgs {
 
     /// A JSON file of models to add or override in the registry costs are computed from (the
     /// format of crates/weft-llm/models.json; entries for known models change only the fields
-    /// they give).
+    /// they give). Applies to every provider, faux included.
     #[arg(long, value_name = "FILE")]
     models: Option<PathBuf>,
+
+    // The help says what it bounds and its default: see `http_help`.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = duration_arg,
+        allow_hyphen_values = true,
+        help = http_help("connect-timeout"),
+    )]
+    connect_timeout: Option<Duration>,
+
+    // The help says what it bounds and its default: see `http_help`.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = duration_arg,
+        allow_hyphen_values = true,
+        help = http_help("first-byte-timeout"),
+    )]
+    first_byte_timeout: Option<Duration>,
+
+    // The help says what it bounds and its default: see `http_help`.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = duration_arg,
+        allow_hyphen_values = true,
+        help = http_help("idle-timeout"),
+    )]
+    idle_timeout: Option<Duration>,
+
+    // The help says what it bounds and its default: see `http_help`.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, help = http_help("max-retries"))]
+    max_retries: Option<u32>,
+}
+
+impl RunArgs {
+    /// The HTTP flags given, with the environment variable each overrides.
+    fn http_flags(&self) -> [(&'static str, &'static str, bool); 4] {
+        [
+            ("--connect-timeout", config::CONNECT_TIMEOUT_VAR, self.connect_timeout.is_some()),
+            (
+                "--first-byte-timeout",
+                config::FIRST_BYTE_TIMEOUT_VAR,
+                self.first_byte_timeout.is_some(),
+            ),
+            ("--idle-timeout", config::IDLE_TIMEOUT_VAR, self.idle_timeout.is_some()),
+            ("--max-retries", config::MAX_RETRIES_VAR, self.max_retries.is_some()),
+        ]
+    }
+}
+
+/// The help of an HTTP flag, with the default it overrides (`weft-llm`'s, so never stale).
+fn http_help(flag: &str) -> String {
+    let (timeouts, retry) = (Timeouts::default(), RetryPolicy::default());
+    let duration = |d: Duration| humantime::format_duration(d).to_string();
+    let (what, variable, default) = match flag {
+        "connect-timeout" => (
+            "the longest wait to connect to the server (DURATION: 30s, 2m, 500ms, or plain \
+             seconds)",
+            config::CONNECT_TIMEOUT_VAR,
+            duration(timeouts.connect),
+        ),
+        "first-byte-timeout" => (
+            "the longest wait from sending a request to the response's headers, per try",
+            config::FIRST_BYTE_TIMEOUT_VAR,
+            duration(timeouts.first_byte),
+        ),
+        "idle-timeout" => (
+            "the longest silence inside a streaming response",
+            config::IDLE_TIMEOUT_VAR,
+            duration(timeouts.idle),
+        ),
+        _ => (
+            "how many times a request that failed before anything streamed is tried again \
+             (0: never)",
+            config::MAX_RETRIES_VAR,
+            retry.max_retries.to_string(),
+        ),
+    };
+    format!("HTTP providers: {what}. Overrides {variable} [default: {default}]")
+}
+
+/// A timeout flag's value: a duration as `weft-llm` reads them, longer than zero.
+fn duration_arg(text: &str) -> Result<Duration, String> {
+    let duration = config::parse_duration(text).map_err(|e| e.reason.to_string())?;
+    if duration.is_zero() {
+        return Err("a timeout must be more than zero".into());
+    }
+    Ok(duration)
 }
 
 /// Why `weft` exits non-zero.
@@ -159,7 +277,11 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return clap_failure(&error),
+    };
+    term::init_logging(cli.verbose);
     let outcome = match cli.command {
         Command::Run(args) => run_command(args),
         Command::Models(args) => models_command(&args).map_err(|e| Failure::usage(&e)),
@@ -168,17 +290,44 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
             if let Some(message) = failure.message {
-                // One line, whatever the message holds.
-                let line = message.replace('\n', " ");
-                let _ = writeln!(io::stderr(), "weft: {line}");
+                // One line, whatever the message holds, and nothing in it (a server's error
+                // body, a model's words) may drive the terminal.
+                let line = sanitize::visible(&message.replace('\n', " "));
+                term::eprint_line(&format!("weft: {line}"));
             }
             ExitCode::from(failure.code)
         }
     }
 }
 
+/// A command line clap refused, as one line (exit 2); help and version print as clap does.
+fn clap_failure(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        error.exit();
+    }
+    // The rendered error: "error: WHAT", maybe "  tip: …" lines, then usage; keep what and tips.
+    let rendered = error.render().to_string();
+    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+    let what = lines.next().unwrap_or("invalid arguments");
+    let what = what.strip_prefix("error: ").unwrap_or(what);
+    let mut line = format!("weft: {what}");
+    for tip in lines.filter(|l| l.starts_with("tip: ")) {
+        line.push_str("; ");
+        line.push_str(tip);
+    }
+    line.push_str(" (see --help)");
+    let _ = writeln!(io::stderr(), "{}", sanitize::visible(&line));
+    ExitCode::from(2)
+}
+
 /// The built-in model registry, with the overrides of `file` if one is given.
-fn registry(file: Option<&std::path::Path>) -> anyhow::Result<std::sync::Arc<ModelRegistry>> {
+fn registry(file: Option<&Path>) -> anyhow::Result<Arc<ModelRegistry>> {
     let builtin = ModelRegistry::builtin();
     let Some(path) = file else { return Ok(builtin) };
     let json = std::fs::read_to_string(path)
@@ -186,11 +335,33 @@ fn registry(file: Option<&std::path::Path>) -> anyhow::Result<std::sync::Arc<Mod
     let merged = builtin
         .with_overrides(&json)
         .map_err(|e| anyhow!("invalid models file {}: {e}", path.display()))?;
-    Ok(std::sync::Arc::new(merged))
+    // A negative price would turn costs into credits: refused, whatever the parser allows.
+    for model in merged.list() {
+        let p = &model.prices;
+        let prices = [("input", p.input), ("output", p.output)];
+        let cache = [("cacheRead", p.cache_read), ("cacheWrite", p.cache_write)];
+        if let Some((field, price)) =
+            prices.into_iter().chain(cache).find(|(_, price)| !(price.is_finite() && *price >= 0.0))
+        {
+            bail!(
+                "invalid models file {}: {}/{} has the price {field} {price}; prices are US \
+                 dollars per million tokens, 0 or more",
+                path.display(),
+                model.provider,
+                model.id
+            );
+        }
+    }
+    Ok(Arc::new(merged))
 }
 
 /// `weft models`: one line per model.
 fn models_command(args: &ModelsArgs) -> anyhow::Result<()> {
+    if let Some(name) = args.provider.as_deref()
+        && !config::PROVIDER_NAMES.contains(&name)
+    {
+        bail!("unknown provider {name:?}: expected one of {}", config::PROVIDER_NAMES.join(", "));
+    }
     let registry = registry(args.models.as_deref())?;
     let wanted =
         args.provider.as_deref().map(|p| if p == "openai-responses" { "openai" } else { p });
@@ -206,8 +377,8 @@ fn models_command(args: &ModelsArgs) -> anyhow::Result<()> {
             writeln!(
                 out,
                 "{:<10} {:<28} {:>8} {:>8} {:>10} {:>11} {:>9} {:>8}",
-                m.provider,
-                m.id,
+                sanitize::visible(&m.provider),
+                sanitize::visible(&m.id),
                 p.input,
                 p.output,
                 p.cache_read,
@@ -224,37 +395,59 @@ fn models_command(args: &ModelsArgs) -> anyhow::Result<()> {
     result.map_err(|e| anyhow!("cannot write to stdout: {e}"))
 }
 
+/// What `weft run` set up: the agent, and what the summary line needs.
+struct Setup {
+    agent: Agent,
+    /// The provider's name, as `--provider` spells it.
+    provider: String,
+    /// The model asked for.
+    model: String,
+    /// The registry costs come from.
+    registry: Arc<ModelRegistry>,
+}
+
 /// `weft run`.
 fn run_command(args: RunArgs) -> Result<(), Failure> {
-    let agent = build_agent(&args).map_err(|e| Failure::usage(&e))?;
+    let setup = build_agent(&args).map_err(|e| Failure::usage(&e))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::run(format!("cannot start the async runtime: {e}")))?;
     let stdout = BufWriter::new(io::stdout());
     let protocol = args.protocol.or(args.json.then_some(Protocol::Loom));
+    let terminal_view = protocol.is_none();
     let mut sink: Box<dyn Sink> = if let Some(protocol) = protocol {
         Box::new(JsonLines::new(stdout, protocol))
     } else {
         Box::new(Renderer::new(stdout, use_color()))
     };
+    let started = Instant::now();
     runtime.block_on(async {
-        let interrupts = Interrupts::new();
+        let mut signals = Signals::new();
+        let agent = &setup.agent;
         let session = agent
             .create_session(SessionOptions::default())
             .map_err(|e| Failure::usage(&e.into()))?;
-        let stream = agent
+        let mut stream = agent
             .execute(&session, Input::text(args.prompt.clone()))
             .map_err(|e| Failure::run(format!("cannot start the run: {e}")))?;
         let abort = stream.abort_handle();
-        match drive(stream, sink.as_mut(), interrupts).await {
-            Ok(Driven::Ended { result, interrupted }) => {
-                outcome(&result, interrupted, args.max_turns)
+        let mut spinner = Spinner::for_stderr();
+        let driven =
+            drive(&mut stream, || abort.abort(), sink.as_mut(), &mut signals, &mut spinner).await;
+        match driven {
+            Ok(Driven::Ended(signal)) => {
+                let result = stream.result().await;
+                if terminal_view {
+                    let priced = setup.registry.get(&setup.provider, &setup.model).is_some();
+                    let line = summary::line(&result, &setup.model, priced, started.elapsed());
+                    term::eprint_line(&sanitize::visible(&line));
+                }
+                outcome(&result, signal, args.max_turns)
             }
-            Ok(Driven::Abandoned) => {
+            Ok(Driven::Abandoned(signal)) => {
                 abort.abort();
-                let _ = sink.flush();
-                Err(Failure { code: 130, message: Some("interrupted".into()) })
+                Err(Failure { code: signal.exit_code(), message: Some(signal.describe().into()) })
             }
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
                 // Whoever read our output has seen enough (`| head`): not an error.
@@ -270,7 +463,9 @@ fn run_command(args: RunArgs) -> Result<(), Failure> {
 }
 
 /// The agent `args` describe: provider, model, system prompt, limits and the built-in tools.
-fn build_agent(args: &RunArgs) -> anyhow::Result<Agent> {
+/// Every mistake in them (contradictory flags, a bad file or environment variable) is found
+/// here, before anything runs.
+fn build_agent(args: &RunArgs) -> anyhow::Result<Setup> {
     let provider = match (args.provider.as_deref(), &args.script) {
         (Some(name), _) => name,
         (None, Some(_)) => "faux",
@@ -279,38 +474,72 @@ fn build_agent(args: &RunArgs) -> anyhow::Result<Agent> {
              or --provider faux --script FILE"
         ),
     };
-    let builder = match provider {
-        "faux" => {
+    let http = HTTP_PROVIDERS.iter().find(|(n, _)| *n == provider);
+    if provider != "faux" && http.is_none() {
+        bail!(
+            "unknown provider {provider:?}: expected one of {}",
+            config::PROVIDER_NAMES.join(", ")
+        );
+    }
+    // The models file applies to every provider, so its mistakes are every provider's.
+    let registry = registry(args.models.as_deref())?;
+    let (builder, model) = match http {
+        None => {
+            if let Some((flag, _, _)) = args.http_flags().into_iter().find(|(_, _, set)| *set) {
+                bail!("{flag} is for HTTP providers: the faux provider makes no HTTP calls");
+            }
             let Some(path) = &args.script else {
                 bail!("--provider faux needs --script FILE (a JSON script of the model's turns)");
             };
             let script = FauxScript::from_file(path)?;
             let model = args.model.clone().unwrap_or_else(|| "faux".to_string());
-            Agent::builder(FauxProvider::new(script)).model(model)
+            let faux = FauxProvider::new(script).with_registry(registry.clone());
+            (Agent::builder(faux), model)
         }
-        name => match HTTP_PROVIDERS.iter().find(|(n, _)| *n == name) {
-            Some((name, example)) => {
-                let Some(model) = args.model.clone() else {
-                    bail!("--provider {name} needs --model ID (for example --model {example})");
-                };
-                let mut settings = config::settings_from_process_env(name)?;
-                settings.models = registry(args.models.as_deref())?;
-                let client = HttpClient::new(Timeouts::default(), RetryPolicy::default())
-                    .map_err(|e| anyhow!("cannot set up the HTTP client: {e}"))?;
-                let provider = config::provider_from_settings(name, settings, client)?;
-                Agent::builder_shared(provider).model(model)
+        Some((name, example)) => {
+            if args.script.is_some() {
+                bail!(
+                    "--script is for the faux provider, not {name} (drop --script, or use \
+                     --provider faux)"
+                );
             }
-            None => bail!(
-                "unknown provider {name:?}: expected one of {}",
-                config::PROVIDER_NAMES.join(", ")
-            ),
-        },
+            let Some(model) = args.model.clone() else {
+                bail!("--provider {name} needs --model ID (for example --model {example})");
+            };
+            let mut settings = config::settings_from_process_env(name)?;
+            settings.models = registry.clone();
+            let provider = config::provider_from_settings(name, settings, http_client(args)?)?;
+            (Agent::builder_shared(provider), model)
+        }
     };
-    let mut builder = tools::register(builder.max_turns(args.max_turns));
+    let mut builder = tools::register(builder.model(model.clone()).max_turns(args.max_turns));
     if let Some(system) = &args.system {
         builder = builder.system_prompt(system.clone());
     }
-    builder.build().map_err(|e| anyhow!("cannot set up the agent: {e}"))
+    let agent = builder.build().map_err(|e| anyhow!("cannot set up the agent: {e}"))?;
+    Ok(Setup { agent, provider: provider.to_string(), model, registry })
+}
+
+/// The HTTP client of a run: timeouts and retries from the WEFT_* variables, each overridden by
+/// its flag (a variable whose flag is given is not read at all).
+fn http_client(args: &RunArgs) -> anyhow::Result<HttpClient> {
+    let flags = args.http_flags();
+    let overridden = |name: &str| flags.iter().any(|(_, var, set)| *set && *var == name);
+    let (mut timeouts, mut retry) =
+        config::http_from_env(|name| (!overridden(name)).then(|| std::env::var(name).ok())?)?;
+    if let Some(d) = args.connect_timeout {
+        timeouts.connect = d;
+    }
+    if let Some(d) = args.first_byte_timeout {
+        timeouts.first_byte = d;
+    }
+    if let Some(d) = args.idle_timeout {
+        timeouts.idle = d;
+    }
+    if let Some(n) = args.max_retries {
+        retry.max_retries = n;
+    }
+    HttpClient::new(timeouts, retry).map_err(|e| anyhow!("cannot set up the HTTP client: {e}"))
 }
 
 /// Colour on stdout: only on a terminal, and never when `NO_COLOR` is set to anything.
@@ -319,62 +548,91 @@ fn use_color() -> bool {
 }
 
 /// How the stream of a run ended.
+#[derive(Debug, PartialEq, Eq)]
 enum Driven {
-    /// It ran to its end (`interrupted`: after a Ctrl-C had aborted it).
-    Ended { result: Box<ExecuteResult>, interrupted: bool },
-    /// A second Ctrl-C: stop waiting for the aborted run.
-    Abandoned,
+    /// It ran to its end (after a signal had aborted it, if one came).
+    Ended(Option<Signal>),
+    /// A second signal: stop waiting for the aborted run.
+    Abandoned(Signal),
 }
 
-/// Shows the run as it happens; a first Ctrl-C aborts it (what it streamed until then is kept
-/// and its end still shown), a second one stops waiting.
-async fn drive(
-    mut stream: weft_agent::ExecuteStream,
+/// What woke [`drive`] up while the run had nothing to say.
+enum Wake {
+    Event(Option<AgentEvent>),
+    Signal(Signal),
+    Tick,
+}
+
+/// Shows the run as it happens; a first signal (Ctrl-C, SIGTERM) calls `abort` (what streamed
+/// until then is kept and the run's end still shown), a second one stops waiting. However the
+/// events end (the run's end, a panicked run task, a second signal), the sink is finished, so
+/// JSON output always ends with its format's closing frames.
+async fn drive<S>(
+    stream: &mut S,
+    abort: impl Fn(),
     sink: &mut dyn Sink,
-    mut interrupts: Interrupts,
-) -> io::Result<Driven> {
-    let mut interrupted = false;
-    loop {
+    signals: &mut Signals,
+    spinner: &mut Spinner,
+) -> io::Result<Driven>
+where
+    S: Stream<Item = AgentEvent> + Unpin,
+{
+    let mut signalled = None;
+    let driven = loop {
         let event = match stream.next().now_or_never() {
             Some(event) => event,
             None => {
                 // The run has nothing more for now: show what it said before waiting.
                 sink.flush()?;
-                let next = tokio::select! {
-                    event = stream.next() => Some(event),
-                    () = interrupts.next() => None,
+                let ticking = spinner.waiting();
+                let wake = tokio::select! {
+                    event = stream.next() => Wake::Event(event),
+                    signal = signals.next() => Wake::Signal(signal),
+                    () = tokio::time::sleep(term::TICK), if ticking => Wake::Tick,
                 };
-                match next {
-                    Some(event) => event,
-                    None if interrupted => return Ok(Driven::Abandoned),
-                    None => {
-                        interrupted = true;
-                        stream.abort();
+                match wake {
+                    Wake::Event(event) => event,
+                    Wake::Tick => {
+                        spinner.tick(sink.mid_line());
                         continue;
                     }
+                    Wake::Signal(signal) => match signalled {
+                        Some(first) => break Driven::Abandoned(first),
+                        None => {
+                            signalled = Some(signal);
+                            spinner.erase();
+                            abort();
+                            continue;
+                        }
+                    },
                 }
             }
         };
-        let Some(event) = event else { break };
+        let Some(event) = event else { break Driven::Ended(signalled) };
+        spinner.observe(&event);
         sink.event(&event)?;
-    }
+    };
+    spinner.erase();
     sink.finish()?;
     sink.flush()?;
-    Ok(Driven::Ended { result: Box::new(stream.result().await), interrupted })
+    Ok(driven)
 }
 
 /// The exit of a run that ended: success only when it completed.
-fn outcome(result: &ExecuteResult, interrupted: bool, max_turns: u32) -> Result<(), Failure> {
+fn outcome(result: &ExecuteResult, signal: Option<Signal>, max_turns: u32) -> Result<(), Failure> {
     let error = result.error.as_deref();
     match result.status {
         SessionStatus::Completed => Ok(()),
-        SessionStatus::Aborted if interrupted => {
-            Err(Failure { code: 130, message: Some("interrupted: the run was aborted".into()) })
-        }
-        SessionStatus::Aborted => Err(Failure::run(match error {
-            Some(e) => format!("the run was aborted: {e}"),
-            None => "the run was aborted".to_string(),
-        })),
+        SessionStatus::Aborted => Err(match signal {
+            Some(signal) => Failure {
+                code: signal.exit_code(),
+                message: Some(format!("{}: the run was aborted", signal.describe())),
+            },
+            None => Failure::run(match error {
+                Some(e) => format!("the run was aborted: {e}"),
+                None => "the run was aborted".to_string(),
+            }),
+        }),
         SessionStatus::Error => Err(Failure::run(format!(
             "the model call failed: {}",
             error.unwrap_or("unknown error")
@@ -403,38 +661,6 @@ fn describe(calls: &[ToolCall]) -> String {
     names.join(", ")
 }
 
-/// Ctrl-C presses. The handler is installed when this is made, so an early Ctrl-C is caught
-/// too rather than killing the process with the run's output half written.
-struct Interrupts {
-    signal: Option<Pin<Box<dyn Future<Output = io::Result<()>> + Send>>>,
-}
-
-impl Interrupts {
-    fn new() -> Self {
-        let mut signal: Pin<Box<dyn Future<Output = io::Result<()>> + Send>> =
-            Box::pin(tokio::signal::ctrl_c());
-        // The first poll installs the handler; a handler that cannot be installed means no
-        // Ctrl-C handling (the default: the process ends).
-        let installed = signal.as_mut().now_or_never().is_none();
-        Self { signal: installed.then_some(signal) }
-    }
-
-    /// The next Ctrl-C (never, when none can be caught).
-    async fn next(&mut self) {
-        let Some(signal) = self.signal.as_mut() else {
-            return std::future::pending().await;
-        };
-        if signal.await.is_err() {
-            self.signal = None;
-            return std::future::pending().await;
-        }
-        // Listen again for the next press.
-        let mut again: Pin<Box<dyn Future<Output = io::Result<()>> + Send>> =
-            Box::pin(tokio::signal::ctrl_c());
-        self.signal = again.as_mut().now_or_never().is_none().then_some(again);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -451,7 +677,7 @@ mod tests {
     fn max_turns_must_be_positive_and_provider_is_free_text() {
         let err = Cli::try_parse_from(["weft", "run", "hi", "--max-turns", "0"]).unwrap_err();
         assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
-        let Ok(Cli { command: Command::Run(args) }) =
+        let Ok(Cli { command: Command::Run(args), .. }) =
             Cli::try_parse_from(["weft", "run", "hi", "--provider", "anthropic"])
         else {
             panic!("a provider name is parsed as text, and checked later")
@@ -477,8 +703,8 @@ mod tests {
         }
     }
 
-    fn exit(result: &ExecuteResult, interrupted: bool) -> (u8, String) {
-        match outcome(result, interrupted, 7) {
+    fn exit(result: &ExecuteResult, signal: Option<Signal>) -> (u8, String) {
+        match outcome(result, signal, 7) {
             Ok(()) => (0, String::new()),
             Err(f) => (f.code, f.message.unwrap_or_default()),
         }
@@ -486,22 +712,27 @@ mod tests {
 
     #[test]
     fn only_a_completed_run_exits_0() {
-        assert_eq!(exit(&result(SessionStatus::Completed, None), false), (0, String::new()));
-        // A Ctrl-C that came too late to stop the run does not fail it.
-        assert_eq!(exit(&result(SessionStatus::Completed, None), true), (0, String::new()));
+        let int = Some(Signal::Interrupt);
+        assert_eq!(exit(&result(SessionStatus::Completed, None), None), (0, String::new()));
+        // A signal that came too late to stop the run does not fail it.
+        assert_eq!(exit(&result(SessionStatus::Completed, None), int), (0, String::new()));
         assert_eq!(
-            exit(&result(SessionStatus::Error, Some("overloaded")), false),
+            exit(&result(SessionStatus::Error, Some("overloaded")), None),
             (1, "the model call failed: overloaded".into())
         );
         assert_eq!(
-            exit(&result(SessionStatus::MaxTurns, Some("whatever")), false),
+            exit(&result(SessionStatus::MaxTurns, Some("whatever")), None),
             (1, "run stopped: max_turns (7) reached".into())
         );
         assert_eq!(
-            exit(&result(SessionStatus::Aborted, None), true),
+            exit(&result(SessionStatus::Aborted, None), int),
             (130, "interrupted: the run was aborted".into())
         );
-        assert_eq!(exit(&result(SessionStatus::Aborted, None), false).0, 1);
+        assert_eq!(
+            exit(&result(SessionStatus::Aborted, None), Some(Signal::Terminate)),
+            (143, "terminated: the run was aborted".into())
+        );
+        assert_eq!(exit(&result(SessionStatus::Aborted, None), None).0, 1);
     }
 
     #[test]
@@ -513,13 +744,88 @@ mod tests {
         };
         let mut r = result(SessionStatus::AwaitingToolExecution, None);
         r.pending_tool_calls = vec![call.clone()];
-        let (code, message) = exit(&r, false);
+        let (code, message) = exit(&r, None);
         assert_eq!(code, 1);
         assert!(message.starts_with("run suspended") && message.contains("read_page (c9)"));
         let mut r = result(SessionStatus::AwaitingApproval, None);
         r.pending_approvals = vec![call];
-        let (code, message) = exit(&r, false);
+        let (code, message) = exit(&r, None);
         assert_eq!(code, 1);
         assert!(message.contains("read_page (c9) need approval"), "{message}");
+    }
+
+    /// A sink that records what it was asked to do.
+    #[derive(Default)]
+    struct Recorder {
+        events: Vec<&'static str>,
+        finished: bool,
+    }
+
+    impl Sink for Recorder {
+        fn event(&mut self, event: &AgentEvent) -> io::Result<()> {
+            self.events.push(event.kind());
+            Ok(())
+        }
+
+        fn finish(&mut self) -> io::Result<()> {
+            self.finished = true;
+            Ok(())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn the_output_is_finished_however_the_events_end() {
+        // A run task that died without its closing events: the events just stop.
+        let events = vec![
+            AgentEvent::SessionStart {
+                session_id: "s".into(),
+                run_id: "r".into(),
+                agent: "react".into(),
+            },
+            AgentEvent::TextStart { index: 0 },
+        ];
+        let mut stream = futures::stream::iter(events);
+        let mut sink = Recorder::default();
+        let mut signals = Signals::new();
+        let driven =
+            drive(&mut stream, || {}, &mut sink, &mut signals, &mut Spinner::new(false)).await;
+        assert_eq!(driven.unwrap(), Driven::Ended(None));
+        assert_eq!(sink.events, ["session_start", "text_start"]);
+        assert!(sink.finished, "the encoder's closing frames were not written");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_second_signal_abandons_the_run_and_still_finishes_the_output() {
+        let mut signals = Signals::new();
+        // A run that never ends, even aborted.
+        let mut stream = futures::stream::pending::<AgentEvent>();
+        let mut sink = Recorder::default();
+        let aborts = std::sync::atomic::AtomicUsize::new(0);
+        let abort = || {
+            aborts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        };
+        let pid = std::process::id().to_string();
+        let kill = || {
+            std::process::Command::new("kill").args(["-TERM", &pid]).status().map(|s| s.success())
+        };
+        let signalling = async {
+            for _ in 0..2 {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                assert!(kill().unwrap());
+            }
+        };
+        let mut spinner = Spinner::new(false);
+        let (driven, ()) = tokio::join!(
+            drive(&mut stream, abort, &mut sink, &mut signals, &mut spinner),
+            signalling
+        );
+        assert_eq!(driven.unwrap(), Driven::Abandoned(Signal::Terminate));
+        assert_eq!(aborts.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert!(sink.finished);
     }
 }

@@ -15,6 +15,10 @@
 //! [tool] echo: ok                            its result (`error` when it failed)
 //! It said hello world.
 //! ```
+//!
+//! Text the renderer did not write itself (the model's text and thinking, tool names, arguments
+//! and output) goes through [`write_visible`]: control characters other than `\n` and `\t` are
+//! shown as `^[`, `^M`, `<U+009B>` … rather than reaching the terminal (see [`crate::sanitize`]).
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
@@ -22,6 +26,8 @@ use std::io::{self, Write};
 use weft_protocol::{Encoder, Frame, Protocol, framing};
 
 use weft_core::{AgentEvent, Message, ToolCall};
+
+use crate::sanitize::write_visible;
 
 const DIM: &str = "\x1b[2m";
 const CYAN: &str = "\x1b[36m";
@@ -45,6 +51,12 @@ pub(crate) trait Sink {
 
     /// Hands everything written so far to the output.
     fn flush(&mut self) -> io::Result<()>;
+
+    /// Whether the output is in the middle of a line (so a status line drawn on the same
+    /// terminal would overwrite it).
+    fn mid_line(&self) -> bool {
+        false
+    }
 }
 
 /// Each event in a wire format, one JSON object per line.
@@ -139,12 +151,23 @@ impl<W: Write> Renderer<W> {
         self.out
     }
 
-    /// Writes `text` as is, keeping track of line starts.
+    /// Writes `text`, the renderer's own, as is, keeping track of line starts.
     fn raw(&mut self, text: &str) -> io::Result<()> {
         if text.is_empty() {
             return Ok(());
         }
         self.out.write_all(text.as_bytes())?;
+        self.at_line_start = text.ends_with('\n');
+        Ok(())
+    }
+
+    /// Writes `text` from elsewhere (the model, a tool) with its control characters made
+    /// visible, keeping track of line starts.
+    fn foreign(&mut self, text: &str) -> io::Result<()> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        write_visible(&mut self.out, text)?;
         self.at_line_start = text.ends_with('\n');
         Ok(())
     }
@@ -157,8 +180,8 @@ impl<W: Write> Renderer<W> {
         Ok(())
     }
 
-    /// Writes `text`, starting each new line with `prefix` and wrapping each piece in `style`
-    /// (with colour on).
+    /// Writes `text` (from elsewhere: its controls are made visible), starting each new line
+    /// with `prefix` and wrapping each piece in `style` (with colour on).
     fn lines(&mut self, text: &str, prefix: &str, style: Option<&str>) -> io::Result<()> {
         for piece in text.split_inclusive('\n') {
             if self.at_line_start {
@@ -172,9 +195,11 @@ impl<W: Write> Renderer<W> {
                         Some(body) => (body, "\n"),
                         None => (piece, ""),
                     };
-                    write!(self.out, "{style}{body}{RESET}{newline}")?;
+                    self.out.write_all(style.as_bytes())?;
+                    write_visible(&mut self.out, body)?;
+                    write!(self.out, "{RESET}{newline}")?;
                 }
-                _ => self.out.write_all(piece.as_bytes())?,
+                _ => write_visible(&mut self.out, piece)?,
             }
             self.at_line_start = piece.ends_with('\n');
         }
@@ -204,7 +229,11 @@ impl<W: Write> Renderer<W> {
         self.end_line()?;
         self.tool_marker()?;
         let args = serde_json::to_string(&call.arguments).map_err(io::Error::from)?;
-        self.raw(&format!(" {} {args}\n", call.name))?;
+        self.raw(" ")?;
+        self.foreign(&call.name)?;
+        self.raw(" ")?;
+        self.foreign(&args)?;
+        self.raw("\n")?;
         self.section = Section::Tool(call.id.clone());
         Ok(())
     }
@@ -212,13 +241,15 @@ impl<W: Write> Renderer<W> {
     /// Output of call `id` follows: when something else was written since its last line, a
     /// header says whose output it is.
     fn enter_tool_output(&mut self, id: &str) -> io::Result<()> {
-        if self.section == Section::Tool(id.to_string()) {
+        if matches!(&self.section, Section::Tool(current) if current == id) {
             return Ok(());
         }
         self.end_line()?;
         let name = self.names.get(id).cloned().unwrap_or_else(|| id.to_string());
         self.tool_marker()?;
-        self.raw(&format!(" {name} output:\n"))?;
+        self.raw(" ")?;
+        self.foreign(&name)?;
+        self.raw(" output:\n")?;
         self.section = Section::Tool(id.to_string());
         Ok(())
     }
@@ -228,7 +259,13 @@ impl<W: Write> Renderer<W> {
             return Ok(());
         }
         self.enter_tool_output(id)?;
-        self.streamed.entry(id.to_string()).or_default().push_str(delta);
+        // No allocation per delta but the output's own growth.
+        match self.streamed.get_mut(id) {
+            Some(streamed) => streamed.push_str(delta),
+            None => {
+                self.streamed.insert(id.to_string(), delta.to_string());
+            }
+        }
         self.lines(delta, INDENT, None)
     }
 
@@ -257,7 +294,9 @@ impl<W: Write> Renderer<W> {
         }
         self.end_line()?;
         self.tool_marker()?;
-        self.raw(&format!(" {name}: "))?;
+        self.raw(" ")?;
+        self.foreign(name)?;
+        self.raw(": ")?;
         match (is_error, self.color) {
             (true, true) => write!(self.out, "{RED_BOLD}error{RESET}")?,
             (true, false) => self.raw("error")?,
@@ -273,7 +312,11 @@ impl<W: Write> Renderer<W> {
         self.end_line()?;
         for call in calls {
             let args = serde_json::to_string(&call.arguments).map_err(io::Error::from)?;
-            self.raw(&format!("[{what}] {} {args}\n", call.name))?;
+            self.raw(&format!("[{what}] "))?;
+            self.foreign(&call.name)?;
+            self.raw(" ")?;
+            self.foreign(&args)?;
+            self.raw("\n")?;
         }
         self.section = Section::None;
         Ok(())
@@ -297,7 +340,7 @@ impl<W: Write> Sink for Renderer<W> {
             AgentEvent::TextStart { .. } => self.enter(Section::Text),
             AgentEvent::TextDelta { delta, .. } => {
                 self.enter(Section::Text)?;
-                self.raw(delta)
+                self.foreign(delta)
             }
             AgentEvent::ToolcallEnd { tool_call, .. } => self.tool_call(tool_call),
             AgentEvent::ToolExecutionStart { tool_call_id, tool_name, .. } => {
@@ -337,6 +380,10 @@ impl<W: Write> Sink for Renderer<W> {
 
     fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
+    }
+
+    fn mid_line(&self) -> bool {
+        !self.at_line_start
     }
 }
 
@@ -543,6 +590,49 @@ mod tests {
             render(false, &events),
             "[awaiting remote result] read_page {\"selector\":\"h1\"}\n"
         );
+    }
+
+    #[test]
+    fn control_characters_from_the_model_and_tools_never_reach_the_terminal() {
+        let evil = "a\x1b[31mb\0c\u{9b}d\re\x7f";
+        let c = call("c1", &format!("echo{evil}"), json!({"text": evil}));
+        let events = [
+            AgentEvent::ThinkingStart { index: 0 },
+            AgentEvent::ThinkingDelta { index: 0, delta: format!("{evil}\n{evil}") },
+            AgentEvent::ThinkingEnd { index: 0, thinking: String::new(), signature: None },
+            AgentEvent::TextStart { index: 1 },
+            AgentEvent::TextDelta { index: 1, delta: evil.into() },
+            AgentEvent::ToolcallEnd { index: 2, tool_call: c.clone() },
+            AgentEvent::ToolExecutionDelta { tool_call_id: "c1".into(), delta: evil.into() },
+            AgentEvent::ToolExecutionEnd {
+                tool_call_id: "c1".into(),
+                tool_name: c.name.clone(),
+                output: format!("{evil}!"),
+                details: None,
+                is_error: false,
+            },
+            AgentEvent::AwaitingToolExecution {
+                session_id: "s".into(),
+                tool_calls: vec![c.clone()],
+            },
+        ];
+        let shown = "a^[[31mb^@c<U+009B>d^Me^?";
+        let plain = render(false, &events);
+        assert!(!plain.contains(['\x1b', '\0', '\u{9b}', '\r', '\x7f']), "{plain:?}");
+        assert_eq!(
+            plain,
+            format!(
+                "thinking: {shown}\nthinking: {shown}\n{shown}\n\
+                 [tool] echo{shown} {{\"text\":\"a\\u001b[31mb\\u0000c<U+009B>d\\re^?\"}}\n\
+                 \x20 {shown}!\n[tool] echo{shown}: ok\n\
+                 [awaiting remote result] echo{shown} {{\"text\":\"a\\u001b[31mb\\u0000c<U+009B>d\\re^?\"}}\n"
+            )
+        );
+        // With colour, the only escapes are the renderer's own.
+        let coloured = render(true, &events);
+        let own = coloured.replace(DIM, "").replace(CYAN, "").replace(RESET, "");
+        assert!(!own.contains(['\x1b', '\0', '\u{9b}', '\r', '\x7f']), "{coloured:?}");
+        assert!(coloured.starts_with(&format!("{DIM}{shown}{RESET}\n{DIM}{shown}{RESET}\n")));
     }
 
     #[test]

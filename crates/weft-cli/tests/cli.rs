@@ -49,10 +49,29 @@ impl Drop for Script {
     }
 }
 
-/// `weft` with `args`, colour off, its output piped.
+/// Every variable of the environment that changes what `weft run` does.
+const WEFT_VARS: [&str; 11] = [
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "GEMINI_BASE_URL",
+    "WEFT_CONNECT_TIMEOUT",
+    "WEFT_FIRST_BYTE_TIMEOUT",
+    "WEFT_IDLE_TIMEOUT",
+    "WEFT_MAX_RETRIES",
+    "RUST_LOG",
+];
+
+/// `weft` with `args`, colour off, its output piped, none of the test's own `WEFT_*`, key, base
+/// URL or `RUST_LOG` variables.
 fn weft(args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_weft"));
     cmd.args(args).env("NO_COLOR", "1").stdin(Stdio::null());
+    for var in WEFT_VARS {
+        cmd.env_remove(var);
+    }
     cmd
 }
 
@@ -68,12 +87,38 @@ fn stderr(o: &Output) -> String {
     String::from_utf8(o.stderr.clone()).unwrap()
 }
 
-/// The one line a failure leaves on stderr.
+/// The one line a failure leaves on stderr, when it is all there is (a mistake found before
+/// anything ran).
 fn one_stderr_line(o: &Output) -> String {
     let err = stderr(o);
     assert!(err.ends_with('\n') && err.lines().count() == 1, "not one line: {err:?}");
     assert!(err.starts_with("weft: "), "{err:?}");
     err.trim_end().to_string()
+}
+
+/// The reason a failed run gives: stderr's last line, one line; before it only the run's summary
+/// line (terminal view) and log lines (` WARN …`).
+fn reason_line(o: &Output) -> String {
+    let err = stderr(o);
+    assert!(err.ends_with('\n'), "{err:?}");
+    let lines: Vec<&str> = err.lines().collect();
+    let (reason, before) = lines.split_last().unwrap_or_else(|| panic!("no reason on stderr"));
+    assert!(reason.starts_with("weft: "), "{err:?}");
+    assert!(before.iter().filter(|l| l.starts_with("tokens: ")).count() <= 1, "{err:?}");
+    assert!(
+        before.iter().all(|l| l.starts_with("tokens: ") || l.contains("WARN")),
+        "more than a summary and warnings before the reason: {err:?}"
+    );
+    reason.to_string()
+}
+
+/// The summary line of a terminal run (on stderr).
+fn summary_line(o: &Output) -> String {
+    let err = stderr(o);
+    let mut summaries = err.lines().filter(|l| l.starts_with("tokens: "));
+    let line = summaries.next().unwrap_or_else(|| panic!("no summary in {err:?}")).to_string();
+    assert!(summaries.next().is_none(), "{err:?}");
+    line
 }
 
 /// Position of `needle` in `hay`, which must contain it.
@@ -102,7 +147,9 @@ fn text_run_streams_thinking_and_text_and_exits_0() {
     let o = run(&["run", "Hi", "--provider", "faux", "--script", script.path()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o), "thinking: A greeting.\nHello there, traveller!\n");
-    assert_eq!(stderr(&o), "");
+    // stderr has the summary line and nothing else.
+    let err = stderr(&o);
+    assert!(err.starts_with("tokens: 0 in, 0 out · cost: $0") && err.lines().count() == 1, "{err}");
 }
 
 #[test]
@@ -227,12 +274,12 @@ fn a_failed_model_call_exits_1_with_its_reason() {
     let script = Script::new("error", &json!({"turns": [{"error": "overloaded"}]}));
     let o = run(&["run", "Hi", "--script", script.path()]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(one_stderr_line(&o), "weft: the model call failed: overloaded");
+    assert_eq!(reason_line(&o), "weft: the model call failed: overloaded");
 
     // Also with --json, where stdout still ends with the run's reply frame.
     let o = run(&["run", "Hi", "--json", "--script", script.path()]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(one_stderr_line(&o).contains("overloaded"));
+    assert!(one_stderr_line(&o).contains("overloaded"), "no summary line with --json");
     let last: Value = serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
     assert_eq!((&last["reply"], &last["status"]), (&json!(""), &json!("error")), "{last}");
 }
@@ -243,7 +290,7 @@ fn reaching_max_turns_exits_1_and_says_so() {
     let script = Script::new("loop", &json!({"turns": [call, call, call, {"text": "never"}]}));
     let o = run(&["run", "Loop", "--script", script.path(), "--max-turns", "2"]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(one_stderr_line(&o), "weft: run stopped: max_turns (2) reached");
+    assert_eq!(reason_line(&o), "weft: run stopped: max_turns (2) reached");
     let out = stdout(&o);
     assert_eq!(out.matches("[tool] echo: ok").count(), 2, "{out}");
     assert!(!out.contains("never"));
@@ -291,7 +338,25 @@ fn help_lists_run_and_documents_the_built_in_tools() {
     assert!(stdout(&o).lines().any(|l| l.trim_start().starts_with("run ")), "{}", stdout(&o));
     let o = run(&["run", "--help"]);
     let help = stdout(&o);
-    for needle in ["echo", "current_time", "--script", "--json", "--max-turns", "Exit status"] {
+    for needle in [
+        "echo",
+        "current_time",
+        "--script",
+        "--json",
+        "--max-turns",
+        "Exit status",
+        "--connect-timeout",
+        "--first-byte-timeout",
+        "--idle-timeout",
+        "--max-retries",
+        "WEFT_CONNECT_TIMEOUT",
+        "WEFT_FIRST_BYTE_TIMEOUT",
+        "WEFT_IDLE_TIMEOUT",
+        "WEFT_MAX_RETRIES",
+        "--verbose",
+        "143",
+        "tokens: ",
+    ] {
         assert!(help.contains(needle), "{needle} missing from:\n{help}");
     }
 }
@@ -385,7 +450,9 @@ fn ctrl_c_aborts_the_run_keeps_what_streamed_and_exits_130() {
     }
     assert_eq!(status.code(), Some(130), "{err}");
     assert_eq!(out, "partial answer\n");
-    assert_eq!(err, "weft: interrupted: the run was aborted\n");
+    let (summary, reason) = err.split_once('\n').unwrap();
+    assert!(summary.starts_with("tokens: "), "{err}");
+    assert_eq!(reason, "weft: interrupted: the run was aborted\n");
 }
 
 #[cfg(unix)]
@@ -490,6 +557,11 @@ use provider_kit::{MockResponse, MockServer};
 
 /// `weft run` for `provider` against `server`, its key and base URL in the child's environment.
 fn run_against(provider: &str, server: &str, extra: &[&str]) -> Output {
+    run_against_with(provider, server, extra, &[])
+}
+
+/// [`run_against`] with more variables in the child's environment.
+fn run_against_with(provider: &str, server: &str, extra: &[&str], vars: &[(&str, &str)]) -> Output {
     let (key, url, base) = match provider {
         "openai" | "openai-responses" => {
             ("OPENAI_API_KEY", "OPENAI_BASE_URL", format!("{server}/v1"))
@@ -500,17 +572,10 @@ fn run_against(provider: &str, server: &str, extra: &[&str]) -> Output {
     let mut args = vec!["run", "What is up?", "--provider", provider, "--model", "test-model"];
     args.extend_from_slice(extra);
     let mut cmd = weft(&args);
-    for var in [
-        "OPENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "GEMINI_API_KEY",
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_BASE_URL",
-        "GEMINI_BASE_URL",
-    ] {
-        cmd.env_remove(var);
-    }
     cmd.env(key, "sk-cli-secret").env(url, base);
+    for (name, value) in vars {
+        cmd.env(name, value);
+    }
     cmd.output().unwrap()
 }
 
@@ -583,7 +648,7 @@ fn a_missing_key_or_an_unreachable_server_is_one_line() {
     cmd.env("GEMINI_API_KEY", "k").env("GEMINI_BASE_URL", format!("http://127.0.0.1:{port}"));
     let o = cmd.output().unwrap();
     assert_eq!(o.status.code(), Some(1));
-    let line = one_stderr_line(&o);
+    let line = reason_line(&o);
     assert!(line.contains("cannot reach the provider"), "{line}");
 }
 
@@ -638,4 +703,390 @@ async fn a_models_file_prices_the_run() {
     };
     assert!(usage.total > 0);
     assert_eq!(cost.total, (usage.input + usage.output + usage.cache_read) as f64);
+}
+
+// Issue #8: exactness and hardening.
+
+/// Bytes that must never reach the terminal from a model or a tool: ESC, NUL, CSI (U+009B in
+/// UTF-8), CR, DEL, BEL.
+const RAW_CONTROLS: [&[u8]; 6] = [b"\x1b", b"\x00", b"\xc2\x9b", b"\r", b"\x7f", b"\x07"];
+
+fn holds(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[test]
+fn the_model_cannot_control_the_terminal() {
+    let evil = "A\u{1b}[31mred\u{0}nul\u{9b}2Jcsi\rcr\u{7f}del\u{7}bel";
+    let script = Script::new(
+        "evil",
+        &json!({"turns": [
+            {"thinking": evil, "text": evil, "toolCalls": [
+                {"id": "c1", "name": "echo", "arguments": {"text": evil}},
+                {"id": "c2", "name": format!("x{evil}"), "arguments": {"k": evil}}
+            ]},
+            {"text": evil, "error": evil}
+        ]}),
+    );
+    let shown = "A^[[31mred^@nul<U+009B>2Jcsi^Mcr^?del^Gbel";
+    for color in [false, true] {
+        let mut cmd = weft(&["run", "Hi", "--script", script.path()]);
+        if color {
+            // Colour is only for terminals; this checks that NO_COLOR was never the protection.
+            cmd.env_remove("NO_COLOR");
+        }
+        let o = cmd.output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        for raw in RAW_CONTROLS {
+            assert!(!holds(&o.stdout, raw), "{raw:?} reached stdout: {:?}", stdout(&o));
+            assert!(!holds(&o.stderr, raw), "{raw:?} reached stderr: {:?}", stderr(&o));
+        }
+        let out = stdout(&o);
+        assert!(out.starts_with(&format!("thinking: {shown}\n{shown}\n")), "{out}");
+        // echo's streamed output and the unknown tool's name are shown the same way.
+        assert!(out.contains(&format!("\n  {shown}\n[tool] echo: ok\n")), "{out}");
+        assert!(out.contains(&format!("[tool] x{shown}: error\n")), "{out}");
+        assert!(reason_line(&o).ends_with(shown), "{}", stderr(&o));
+    }
+}
+
+/// A server on 127.0.0.1 that accepts connections and never answers; counts them.
+struct HangingServer {
+    url: String,
+    accepted: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl HangingServer {
+    fn start() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = accepted.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            // Bounded: more connections than any test makes.
+            for socket in listener.incoming().take(64) {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                held.push(socket);
+            }
+        });
+        Self { url, accepted }
+    }
+
+    fn accepted(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[test]
+fn a_server_that_never_answers_fails_fast_with_the_timeout_flags() {
+    let server = HangingServer::start();
+    let started = std::time::Instant::now();
+    let o = run_against(
+        "openai",
+        &server.url,
+        &["--first-byte-timeout", "300ms", "--max-retries", "1", "--connect-timeout", "2s"],
+    );
+    let took = started.elapsed();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    let reason = reason_line(&o);
+    assert!(reason.contains("first-byte timeout") && reason.contains("0.3s"), "{reason}");
+    assert!(reason.contains("after 1 retry"), "{reason}");
+    assert_eq!(server.accepted(), 2, "one try and one retry");
+}
+
+#[test]
+fn the_timeout_variables_work_and_flags_override_them() {
+    let server = HangingServer::start();
+    let started = std::time::Instant::now();
+    let o = run_against_with(
+        "anthropic",
+        &server.url,
+        &[],
+        &[("WEFT_FIRST_BYTE_TIMEOUT", "0.3"), ("WEFT_MAX_RETRIES", "0")],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let reason = reason_line(&o);
+    assert!(reason.contains("first-byte timeout") && !reason.contains("retr"), "{reason}");
+    assert_eq!(server.accepted(), 1);
+
+    // A flag wins over its variable, which is then not even read.
+    let server = HangingServer::start();
+    let o = run_against_with(
+        "gemini",
+        &server.url,
+        &["--first-byte-timeout", "250ms", "--max-retries", "0"],
+        &[("WEFT_FIRST_BYTE_TIMEOUT", "1 fortnight"), ("WEFT_MAX_RETRIES", "5")],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(reason_line(&o).contains("0.25s"), "{}", stderr(&o));
+    assert_eq!(server.accepted(), 1);
+}
+
+#[test]
+fn bad_timeout_values_exit_2_naming_the_flag_or_variable() {
+    let server = HangingServer::start();
+    for (flag, value) in [
+        ("--first-byte-timeout", "5 parsecs"),
+        ("--connect-timeout", "0"),
+        ("--idle-timeout", "-1s"),
+        ("--max-retries", "-1"),
+        ("--max-retries", "many"),
+    ] {
+        let args: Vec<&str> = [flag, value].into_iter().filter(|a| !a.is_empty()).collect();
+        let o = run_against("openai", &server.url, &args);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}: {}", stderr(&o));
+        let line = one_stderr_line(&o);
+        let flag = flag.split('=').next().unwrap();
+        assert!(line.contains(flag), "{line}");
+    }
+    for var in ["WEFT_CONNECT_TIMEOUT", "WEFT_FIRST_BYTE_TIMEOUT", "WEFT_IDLE_TIMEOUT"] {
+        let o = run_against_with("openai", &server.url, &[], &[(var, "soon")]);
+        assert_eq!(o.status.code(), Some(2), "{var}: {}", stderr(&o));
+        assert!(one_stderr_line(&o).contains(var), "{}", stderr(&o));
+    }
+    let o = run_against_with("openai", &server.url, &[], &[("WEFT_MAX_RETRIES", "-1")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_stderr_line(&o).contains("WEFT_MAX_RETRIES"), "{}", stderr(&o));
+    assert_eq!(server.accepted(), 0, "nothing was sent");
+
+    // The faux provider makes no HTTP calls: a timeout flag there is a mistake, not ignored.
+    let script = Script::new("faux-timeout", &json!({"turns": [{"text": "ok"}]}));
+    let o = run(&["run", "Hi", "--script", script.path(), "--idle-timeout", "1s"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_stderr_line(&o).contains("--idle-timeout"), "{}", stderr(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_is_not_an_event_stream_is_named_as_such() {
+    let json_body = r#"{"id":"chatcmpl-1","object":"chat.completion","choices":[]}"#;
+    let html_body = "<!DOCTYPE html><html><body>Welcome to nginx!</body></html>";
+    let cases = [
+        (MockResponse::status(200, json_body), "application/json", "chatcmpl-1"),
+        (
+            MockResponse::status(200, html_body).with_header("content-type", "text/html"),
+            "text/html",
+            "Welcome to nginx",
+        ),
+    ];
+    for (response, content_type, excerpt) in cases {
+        let server = MockServer::start(vec![response]).await;
+        let url = server.url();
+        let o =
+            tokio::task::spawn_blocking(move || run_against("openai", &url, &[])).await.unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let reason = reason_line(&o);
+        assert!(reason.contains("event stream"), "{reason}");
+        assert!(reason.contains(content_type) && reason.contains(excerpt), "{reason}");
+        assert_eq!(server.requests().len(), 1, "not retried");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_404_names_the_url_requested() {
+    let server =
+        MockServer::start(vec![MockResponse::status(404, r#"{"error":"no such route"}"#)]).await;
+    let url = server.url();
+    let o = tokio::task::spawn_blocking(move || run_against("anthropic", &url, &[])).await.unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let reason = reason_line(&o);
+    assert!(reason.contains("404"), "{reason}");
+    assert!(reason.contains(&format!("{}/v1/messages", server.url())), "{reason}");
+}
+
+#[test]
+fn an_invalid_base_url_exits_2_naming_the_variable() {
+    for (provider, var, value) in [
+        ("openai", "OPENAI_BASE_URL", "localhost:11434/v1"),
+        ("anthropic", "ANTHROPIC_BASE_URL", "ftp://127.0.0.1"),
+        ("gemini", "GEMINI_BASE_URL", "http://"),
+    ] {
+        let mut cmd = weft(&["run", "Hi", "--provider", provider, "--model", "m"]);
+        cmd.env(var, value).env("OPENAI_API_KEY", "k").env("ANTHROPIC_API_KEY", "k");
+        cmd.env("GEMINI_API_KEY", "k");
+        let o = cmd.output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{var}: {}", stderr(&o));
+        assert!(one_stderr_line(&o).contains(var), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn the_summary_line_gives_tokens_cost_model_and_time() {
+    let script = Script::new(
+        "priced-faux",
+        &json!({"turns": [
+            {"text": "Hello.", "usage": {"input": 100, "output": 50, "cacheRead": 400, "reasoning": 20}}
+        ]}),
+    );
+    // $1000 per million input tokens, $2000 per million output, $100 per million cached:
+    // 100 × 0.001 + 50 × 0.002 + 400 × 0.0001 = $0.24.
+    let models = Script::new(
+        "faux-models",
+        &json!({"models": [{"provider": "faux", "id": "faux-pro",
+            "prices": {"input": 1000, "output": 2000, "cacheRead": 100}}]}),
+    );
+    let o = run(&[
+        "run",
+        "Hi",
+        "--script",
+        script.path(),
+        "--model",
+        "faux-pro",
+        "--models",
+        models.path(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Hello.\n", "the summary is not on stdout");
+    let line = summary_line(&o);
+    let (head, time) = line.rsplit_once(" · time: ").unwrap();
+    assert_eq!(
+        head,
+        "tokens: 500 in (400 cached), 50 out (20 reasoning) · cost: $0.24 · model: faux-pro"
+    );
+    assert!(time.ends_with('s') && !time.contains(' '), "{line}");
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+
+    // The same run in JSON: no summary, stdout is JSON only.
+    let o = run(&["run", "Hi", "--json", "--script", script.path(), "--models", models.path()]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stderr(&o), "");
+    assert!(stdout(&o).lines().all(|l| l.starts_with('{')));
+
+    // An answer cut at the output limit says so.
+    let cut =
+        Script::new("cut", &json!({"turns": [{"text": "Once upon a", "stopReason": "length"}]}));
+    let o = run(&["run", "Hi", "--script", cut.path(), "--models", models.path()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let line = summary_line(&o);
+    assert!(
+        line.ends_with(" · stopped: length (the answer was cut at the output limit)"),
+        "{line}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_model_is_warned_about_on_stderr() {
+    let server = MockServer::start(vec![
+        MockResponse::sse(&dialect_fixture("openai", "text.sse")),
+        MockResponse::sse(&dialect_fixture("openai", "text.sse")),
+    ])
+    .await;
+    let url = server.url();
+    let o = tokio::task::spawn_blocking(move || run_against("openai", &url, &[])).await.unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    let warning = err.lines().find(|l| l.contains("unknown model")).unwrap_or_else(|| {
+        panic!("no warning in {err:?}");
+    });
+    assert!(warning.contains("WARN") && warning.contains("test-model"), "{warning}");
+    assert!(summary_line(&o).contains("cost: $0 (unknown model)"), "{err}");
+
+    // RUST_LOG chooses what is logged: errors only, no warning.
+    let url = server.url();
+    let o = tokio::task::spawn_blocking(move || {
+        run_against_with("openai", &url, &[], &[("RUST_LOG", "error")])
+    })
+    .await
+    .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("WARN"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_models_file_must_be_readable_and_valid_for_every_provider() {
+    let script = Script::new("models-faux", &json!({"turns": [{"text": "ok"}]}));
+    let missing = std::env::temp_dir().join("weft-cli-test-no-such-models.json");
+    let o = run(&["run", "Hi", "--script", script.path(), "--models", missing.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_stderr_line(&o).contains("cannot read models file"), "{}", stderr(&o));
+
+    let bad = Script::new("models-bad", &json!({"models": [{"provider": "faux"}]}));
+    let o = run(&["run", "Hi", "--script", script.path(), "--models", bad.path()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_stderr_line(&o).contains("invalid models file"), "{}", stderr(&o));
+
+    let negative = Script::new(
+        "models-negative",
+        &json!({"models": [{"provider": "faux", "id": "faux", "prices": {"input": -1}}]}),
+    );
+    let o = run(&["run", "Hi", "--script", script.path(), "--models", negative.path()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(one_stderr_line(&o).contains("invalid models file"), "{}", stderr(&o));
+    let o = run(&["models", "--models", negative.path()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn contradictory_or_ignored_flags_are_one_line_errors() {
+    let script = Script::new("flags", &json!({"turns": [{"text": "ok"}]}));
+    let o = run(&["run", "Hi", "--script", script.path(), "--json", "--protocol", "native"]);
+    assert_eq!(o.status.code(), Some(2));
+    let line = one_stderr_line(&o);
+    assert!(line.contains("--json") && line.contains("--protocol"), "{line}");
+    assert_eq!(stdout(&o), "");
+
+    let mut cmd = weft(&["run", "Hi", "--provider", "openai", "--model", "m"]);
+    cmd.args(["--script", script.path()]).env("OPENAI_API_KEY", "k");
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_stderr_line(&o).contains("--script is for the faux provider"), "{}", stderr(&o));
+
+    let o = run(&["models", "--provider", "openia"]);
+    assert_eq!(o.status.code(), Some(2));
+    let line = one_stderr_line(&o);
+    for name in ["openai", "openai-responses", "anthropic", "gemini", "faux"] {
+        assert!(line.contains(name), "{line}");
+    }
+    assert_eq!(stdout(&o), "");
+
+    // Whatever clap refuses is one line too.
+    let o = run(&["run", "Hi", "--no-such-flag"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(one_stderr_line(&o).contains("--no-such-flag"), "{}", stderr(&o));
+}
+
+/// Sends SIGTERM to `child`.
+#[cfg(unix)]
+fn terminate(child: &Child) {
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_aborts_the_run_like_ctrl_c_and_exits_143() {
+    let script = Script::new("term", &json!({"turns": [{"text": "partial", "stall": true}]}));
+    // JSON: the stream still ends with the run's reply frame.
+    let mut child = weft(&["run", "Hi", "--json", "--script", script.path()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rx = read_stdout(&mut child);
+    let mut out = wait_for(&mut child, &rx, "\"message_chunk\"");
+    terminate(&child);
+    let err = stderr_of(&mut child);
+    let status = child.wait().unwrap();
+    while let Ok(chunk) = rx.recv_timeout(Duration::from_secs(5)) {
+        out.push_str(&String::from_utf8(chunk).unwrap());
+    }
+    assert_eq!(status.code(), Some(143), "{err}");
+    assert_eq!(err, "weft: terminated: the run was aborted\n");
+    let last: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!((&last["reply"], &last["status"]), (&json!("partial"), &json!("aborted")), "{last}");
+
+    // The terminal view: what streamed, the summary, the reason.
+    let mut child = weft(&["run", "Hi", "--script", script.path()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rx = read_stdout(&mut child);
+    wait_for(&mut child, &rx, "partial");
+    terminate(&child);
+    let err = stderr_of(&mut child);
+    assert_eq!(child.wait().unwrap().code(), Some(143), "{err}");
+    assert!(err.ends_with("\nweft: terminated: the run was aborted\n"), "{err}");
 }
