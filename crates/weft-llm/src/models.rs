@@ -101,6 +101,41 @@ pub enum RegistryError {
         /// The entry's position in the `models` list.
         index: usize,
     },
+    /// A price is negative or not a number: it would turn costs into credits.
+    #[error(
+        "model registry: {provider}/{id} has the price {field} {price}; prices are US dollars per \
+         million tokens, 0 or more"
+    )]
+    InvalidPrice {
+        /// The model's provider.
+        provider: String,
+        /// The model's id.
+        id: String,
+        /// The price's field (`input`, `output`, `cacheRead`, `cacheWrite`).
+        field: &'static str,
+        /// The price given.
+        price: f64,
+    },
+}
+
+/// Refuses a model whose prices are negative or not finite.
+fn check_prices(info: &ModelInfo) -> Result<(), RegistryError> {
+    let p = &info.prices;
+    let prices = [
+        ("input", p.input),
+        ("output", p.output),
+        ("cacheRead", p.cache_read),
+        ("cacheWrite", p.cache_write),
+    ];
+    match prices.into_iter().find(|(_, price)| !(price.is_finite() && *price >= 0.0)) {
+        Some((field, price)) => Err(RegistryError::InvalidPrice {
+            provider: info.provider.clone(),
+            id: info.id.clone(),
+            field,
+            price,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Known models, looked up by provider and id. [`Default`] is the built-in data.
@@ -133,6 +168,7 @@ impl ModelRegistry {
         let mut registry = Self::empty();
         for entry in entries(json)? {
             let info: ModelInfo = serde_json::from_value(entry)?;
+            check_prices(&info)?;
             registry.insert(info);
         }
         Ok(registry)
@@ -156,7 +192,9 @@ impl ModelRegistry {
                 }
                 None => entry,
             };
-            registry.insert(serde_json::from_value(merged)?);
+            let info: ModelInfo = serde_json::from_value(merged)?;
+            check_prices(&info)?;
+            registry.insert(info);
         }
         Ok(registry)
     }
@@ -462,6 +500,17 @@ mod tests {
             Err(RegistryError::Json(_))
         ));
         assert!(ModelRegistry::from_json(r#"{"models":[{"provider":"a","id":""}]}"#).is_err());
+        // Negative prices would be credits: refused, in new entries and in overrides.
+        let negative = r#"[{"provider":"openai","id":"gpt-4o","prices":{"output":-1}}]"#;
+        let err = base.with_overrides(negative).unwrap_err();
+        assert!(matches!(err, RegistryError::InvalidPrice { field: "output", .. }), "{err}");
+        assert!(err.to_string().contains("openai/gpt-4o has the price output -1"), "{err}");
+        let negative =
+            r#"[{"provider":"x","id":"y","prices":{"input":0,"output":0,"cacheRead":-0.5}}]"#;
+        assert!(matches!(
+            ModelRegistry::from_json(negative),
+            Err(RegistryError::InvalidPrice { field: "cacheRead", .. })
+        ));
     }
 
     #[test]
