@@ -329,11 +329,12 @@ async fn costs_come_from_a_registry_given_to_the_provider() {
     // The request's own prices win.
     let own = weft_core::Prices { input: 1.0, ..Default::default() };
     assert_eq!(call("faux-priced", Some(own)).await.cost.unwrap().total, 1.0);
-    // The default model id without an entry (another provider's `faux` does not count): no
-    // cost, as without a registry, and no warning.
+    // The default model id without an entry (another provider's `faux` does not count): a cost
+    // of zero, as without a registry, and no warning.
+    let zero = Some(weft_core::Cost::default());
     let m = call("", None).await;
-    assert_eq!((m.model.as_str(), m.cost), ("faux", None));
-    assert_eq!(call("faux", None).await.cost, None);
+    assert_eq!((m.model.as_str(), m.cost), ("faux", zero));
+    assert_eq!(call("faux", None).await.cost, zero);
     // Another unknown model: zero, as the real adapters count unknown models.
     assert_eq!(call("faux-unknown", None).await.cost, Some(weft_core::Cost::default()));
     // Without a registry nothing changes.
@@ -342,5 +343,5 @@ async fn costs_come_from_a_registry_given_to_the_provider() {
     let StreamEvent::Done(m) = collect(plain.stream(req, CancellationToken::new())).await.1 else {
         panic!()
     };
-    assert_eq!(m.cost, None);
+    assert_eq!(m.cost, zero, "every assistant message carries its cost");
 }

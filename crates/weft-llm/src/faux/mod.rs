@@ -10,10 +10,10 @@
 //! A call is costed at the request's own prices if it gives some, else at the prices a
 //! [`ModelRegistry`] given with [`FauxProvider::with_registry`] has for the provider `faux` and
 //! the request's model (so a models file can give scripted runs costs:
-//! `{"provider": "faux", "id": "faux", "prices": {…}}`). Without prices the message's cost is
-//! left unset, as a cost of zero; a model the registry does not know is warned about once, as the
-//! real adapters do, except the default model id `faux` (this is a test provider: most scripts
-//! have no prices).
+//! `{"provider": "faux", "id": "faux", "prices": {…}}`). Without prices the cost is zero, and
+//! every assistant message carries it, as the real adapters' do; a model the registry does not
+//! know is warned about once, as the real adapters do, except the default model id `faux` (this
+//! is a test provider: most scripts have no prices).
 
 mod script;
 
@@ -62,7 +62,8 @@ impl FauxProvider {
         self
     }
 
-    /// The prices a call to `model` is costed at: the request's, else the registry's.
+    /// The prices a call to `model` is costed at: the request's, else the registry's, else
+    /// nothing (a cost of zero).
     fn prices_for(
         &self,
         model: &str,
@@ -71,11 +72,14 @@ impl FauxProvider {
         if request_prices.is_some() {
             return request_prices;
         }
-        let registry = self.registry.as_ref()?;
-        if model == DEFAULT_MODEL {
-            return registry.prices("faux", model);
-        }
-        Some(registry.prices_or_warn("faux", model))
+        let known = self.registry.as_ref().map(|registry| {
+            if model == DEFAULT_MODEL {
+                registry.prices("faux", model).unwrap_or_default()
+            } else {
+                registry.prices_or_warn("faux", model)
+            }
+        });
+        Some(known.unwrap_or_default())
     }
 
     /// How many turns `session_id` has consumed.
