@@ -1,0 +1,374 @@
+//! What every backend shares: validation of commits and events against the stored positions,
+//! JSON encoding, and the conversions between `u64` and the databases' signed integers.
+
+use std::fmt::Display;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use weft_core::message::Message;
+use weft_core::store::{Checkpoint, Commit, EventRecord, RunChange, SessionHead, StoreError};
+
+/// A failure of the backend itself.
+pub(crate) fn backend(what: impl Display, error: impl Display) -> StoreError {
+    StoreError::Backend(format!("{what}: {error}"))
+}
+
+/// A row that cannot be read back: names the table and the session.
+pub(crate) fn corrupt(table: &str, session_id: &str, detail: impl Display) -> StoreError {
+    StoreError::Backend(format!("corrupt row in table {table} for session {session_id}: {detail}"))
+}
+
+/// A `u64` as the databases store it; above `i64::MAX` is refused.
+pub(crate) fn to_i64(value: u64, what: &str) -> Result<i64, StoreError> {
+    i64::try_from(value)
+        .map_err(|_| StoreError::Invalid(format!("{what} {value} is above the largest storable")))
+}
+
+/// A stored integer back as `u64`; negative means the row is corrupt.
+pub(crate) fn to_u64(
+    value: i64,
+    table: &str,
+    session_id: &str,
+    column: &str,
+) -> Result<u64, StoreError> {
+    u64::try_from(value)
+        .map_err(|_| corrupt(table, session_id, format!("{column} is negative ({value})")))
+}
+
+/// A limit as SQL takes it.
+pub(crate) fn limit_i64(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+/// JSON text of a value handed to the store.
+pub(crate) fn encode<T: Serialize>(value: &T, what: &str) -> Result<String, StoreError> {
+    serde_json::to_string(value)
+        .map_err(|e| StoreError::Invalid(format!("{what} cannot be serialized: {e}")))
+}
+
+/// A value back from its stored JSON text.
+pub(crate) fn decode<T: DeserializeOwned>(
+    text: &str,
+    table: &str,
+    session_id: &str,
+) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| corrupt(table, session_id, e))
+}
+
+/// Checks a new session before anything is written.
+pub(crate) fn check_create(head: &SessionHead, messages: &[Message]) -> Result<(), StoreError> {
+    if head.id.is_empty() {
+        return Err(StoreError::Invalid("a session id cannot be empty".into()));
+    }
+    if head.version != 0 {
+        return Err(StoreError::Invalid(format!(
+            "a new session has version 0, not {} (session {})",
+            head.version, head.id
+        )));
+    }
+    if head.message_count != messages.len() as u64 {
+        return Err(StoreError::Invalid(format!(
+            "session {}: message_count {} but {} messages given",
+            head.id,
+            head.message_count,
+            messages.len()
+        )));
+    }
+    check_head_numbers(head)
+}
+
+/// Every number of a head fits the databases' integers.
+fn check_head_numbers(head: &SessionHead) -> Result<(), StoreError> {
+    to_i64(head.version, "version")?;
+    to_i64(head.message_count, "message_count")?;
+    to_i64(head.created_at, "created_at")?;
+    to_i64(head.updated_at, "updated_at")?;
+    if let Some(d) = head.next_deadline {
+        to_i64(d, "next_deadline")?;
+    }
+    Ok(())
+}
+
+/// The checks a commit must pass whatever is stored: its head's version, its events' order.
+pub(crate) fn precheck_commit(commit: &Commit) -> Result<(), StoreError> {
+    let id = &commit.head.id;
+    if commit.head.version != commit.expected_version.wrapping_add(1) {
+        return Err(StoreError::Invalid(format!(
+            "session {id}: a commit made against version {} must carry version {}, not {}",
+            commit.expected_version,
+            commit.expected_version.wrapping_add(1),
+            commit.head.version
+        )));
+    }
+    check_head_numbers(&commit.head)?;
+    check_event_order(id, &commit.events)
+}
+
+/// What the store holds of a session that a commit or an append is checked against.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Position {
+    pub(crate) version: u64,
+    pub(crate) message_count: u64,
+    pub(crate) last_seq: u64,
+    pub(crate) owner: Option<String>,
+}
+
+/// What the checks against the store need of a commit.
+#[derive(Debug, Clone)]
+pub(crate) struct CommitShape {
+    pub(crate) session_id: String,
+    pub(crate) expected_version: u64,
+    pub(crate) message_count: u64,
+    pub(crate) owner: Option<String>,
+    pub(crate) new_messages: u64,
+    pub(crate) first_seq: Option<u64>,
+    pub(crate) last_seq: Option<u64>,
+}
+
+impl CommitShape {
+    /// The shape of `commit`.
+    pub(crate) fn of(commit: &Commit) -> Self {
+        Self {
+            session_id: commit.head.id.clone(),
+            expected_version: commit.expected_version,
+            message_count: commit.head.message_count,
+            owner: commit.head.owner.clone(),
+            new_messages: commit.messages.len() as u64,
+            first_seq: commit.events.first().map(|e| e.seq),
+            last_seq: commit.events.last().map(|e| e.seq),
+        }
+    }
+}
+
+/// The checks of a commit against what is stored: conflict first, then consistency.
+pub(crate) fn check_commit(position: &Position, shape: &CommitShape) -> Result<(), StoreError> {
+    let id = &shape.session_id;
+    if position.version != shape.expected_version {
+        return Err(StoreError::Conflict {
+            session_id: id.clone(),
+            expected: shape.expected_version,
+            found: position.version,
+        });
+    }
+    let wanted = position.message_count.saturating_add(shape.new_messages);
+    if shape.message_count != wanted {
+        return Err(StoreError::Invalid(format!(
+            "session {id}: the head says {} messages, but {} stored plus {} appended make {wanted}",
+            shape.message_count, position.message_count, shape.new_messages
+        )));
+    }
+    if shape.owner != position.owner {
+        return Err(StoreError::Invalid(format!(
+            "session {id}: the owner is fixed at creation and cannot change"
+        )));
+    }
+    check_first_seq(id, position.last_seq, shape.first_seq)
+}
+
+/// Events are of `session_id`, in strictly increasing seq order, each storable.
+pub(crate) fn check_event_order(
+    session_id: &str,
+    events: &[EventRecord],
+) -> Result<(), StoreError> {
+    let mut previous: Option<u64> = None;
+    for event in events {
+        if &*event.session_id != session_id {
+            return Err(StoreError::Invalid(format!(
+                "an event of session {} given for session {session_id}",
+                event.session_id
+            )));
+        }
+        if event.seq == 0 {
+            return Err(StoreError::Invalid(format!("session {session_id}: seq 0 is not a seq")));
+        }
+        if let Some(p) = previous
+            && event.seq <= p
+        {
+            return Err(StoreError::Invalid(format!(
+                "session {session_id}: events out of order (seq {} after {p})",
+                event.seq
+            )));
+        }
+        to_i64(event.seq, "seq")?;
+        to_i64(event.at, "event time")?;
+        previous = Some(event.seq);
+    }
+    Ok(())
+}
+
+/// The first new event (if any) is above the last stored seq (the order among the new ones is
+/// checked already).
+pub(crate) fn check_first_seq(
+    session_id: &str,
+    last_seq: u64,
+    first_seq: Option<u64>,
+) -> Result<(), StoreError> {
+    match first_seq {
+        Some(first) if first <= last_seq => Err(StoreError::Invalid(format!(
+            "session {session_id}: event seq {first} is not above the last stored seq {last_seq}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Where a reservation of `count` numbers starts, and the new `reserved_seq`.
+pub(crate) fn reservation(
+    session_id: &str,
+    reserved_seq: u64,
+    last_seq: u64,
+    count: u64,
+) -> Result<(u64, u64), StoreError> {
+    if count == 0 {
+        return Err(StoreError::Invalid(format!(
+            "session {session_id}: reserving 0 sequence numbers"
+        )));
+    }
+    let base = reserved_seq.max(last_seq);
+    let end =
+        base.checked_add(count).filter(|end| i64::try_from(*end).is_ok()).ok_or_else(|| {
+            StoreError::Invalid(format!(
+                "session {session_id}: reserving {count} sequence numbers above {base} overflows"
+            ))
+        })?;
+    Ok((base + 1, end))
+}
+
+/// A checkpoint's numbers fit.
+pub(crate) fn check_checkpoint(checkpoint: &Checkpoint) -> Result<(), StoreError> {
+    to_i64(checkpoint.at, "checkpoint time").map(|_| ())
+}
+
+/// The longest lease or wait the stores honour (longer ones are cut to it): ten years.
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(10 * 366 * 24 * 3600);
+
+/// A lease's time to live in milliseconds (at least 1, at most [`MAX_DURATION`]).
+pub(crate) fn ttl_ms(ttl: Duration) -> i64 {
+    i64::try_from(ttl.min(MAX_DURATION).as_millis()).unwrap_or(i64::MAX).max(1)
+}
+
+/// An event ready for a SQL backend: its columns and JSON.
+pub(crate) struct EncodedEvent {
+    pub(crate) seq: i64,
+    pub(crate) run_id: String,
+    pub(crate) node_id: Option<String>,
+    pub(crate) at: i64,
+    pub(crate) json: String,
+}
+
+/// Events ready for a SQL backend (order and ranges checked by the caller).
+pub(crate) fn encode_events(events: &[EventRecord]) -> Result<Vec<EncodedEvent>, StoreError> {
+    events
+        .iter()
+        .map(|e| {
+            Ok(EncodedEvent {
+                seq: to_i64(e.seq, "seq")?,
+                run_id: e.run_id.to_string(),
+                node_id: e.node_id.as_ref().map(|n| n.to_string()),
+                at: to_i64(e.at, "event time")?,
+                json: encode(&e.event, "event")?,
+            })
+        })
+        .collect()
+}
+
+/// A head ready for a SQL backend: its columns and JSON.
+pub(crate) struct EncodedHead {
+    pub(crate) id: String,
+    pub(crate) owner: Option<String>,
+    pub(crate) status: &'static str,
+    pub(crate) json: String,
+    pub(crate) version: i64,
+    pub(crate) message_count: i64,
+    pub(crate) next_deadline: Option<i64>,
+    pub(crate) created_at: i64,
+    pub(crate) updated_at: i64,
+}
+
+/// A head ready for a SQL backend (numbers checked by the caller).
+pub(crate) fn encode_head(head: &SessionHead) -> Result<EncodedHead, StoreError> {
+    Ok(EncodedHead {
+        id: head.id.clone(),
+        owner: head.owner.clone(),
+        status: head.status.as_str(),
+        json: encode(head, "session head")?,
+        version: to_i64(head.version, "version")?,
+        message_count: to_i64(head.message_count, "message_count")?,
+        next_deadline: head.next_deadline.map(|d| to_i64(d, "next_deadline")).transpose()?,
+        created_at: to_i64(head.created_at, "created_at")?,
+        updated_at: to_i64(head.updated_at, "updated_at")?,
+    })
+}
+
+/// What a commit does to the run, encoded.
+pub(crate) enum EncodedRun {
+    Keep,
+    Set(String),
+    Clear,
+}
+
+/// The run change encoded.
+pub(crate) fn encode_run(run: &RunChange) -> Result<EncodedRun, StoreError> {
+    Ok(match run {
+        RunChange::Keep => EncodedRun::Keep,
+        RunChange::Set(state) => EncodedRun::Set(encode(state.as_ref(), "run state")?),
+        RunChange::Clear => EncodedRun::Clear,
+    })
+}
+
+/// Messages encoded, one JSON text each.
+pub(crate) fn encode_messages(messages: &[Message]) -> Result<Vec<String>, StoreError> {
+    messages.iter().map(|m| encode(m, "message")).collect()
+}
+
+/// A commit checked for what it can be checked without the store, then encoded.
+pub(crate) struct EncodedCommit {
+    pub(crate) head: EncodedHead,
+    pub(crate) messages: Vec<String>,
+    pub(crate) run: EncodedRun,
+    pub(crate) events: Vec<EncodedEvent>,
+    pub(crate) shape: CommitShape,
+}
+
+/// Prechecks and encodes a commit.
+pub(crate) fn encode_commit(commit: &Commit) -> Result<EncodedCommit, StoreError> {
+    precheck_commit(commit)?;
+    Ok(EncodedCommit {
+        head: encode_head(&commit.head)?,
+        messages: encode_messages(&commit.messages)?,
+        run: encode_run(&commit.run)?,
+        events: encode_events(&commit.events)?,
+        shape: CommitShape::of(commit),
+    })
+}
+
+/// A column of a row, or a [`StoreError::Backend`] naming the table and the session.
+pub(crate) fn column<'r, R, T>(
+    row: &'r R,
+    name: &str,
+    table: &str,
+    session_id: &str,
+) -> Result<T, StoreError>
+where
+    R: sqlx::Row,
+    T: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'n> &'n str: sqlx::ColumnIndex<R>,
+{
+    row.try_get(name).map_err(|e| corrupt(table, session_id, format_args!("column {name}: {e}")))
+}
+
+/// An integer column holding a `u64`.
+pub(crate) fn column_u64<'r, R>(
+    row: &'r R,
+    name: &str,
+    table: &str,
+    session_id: &str,
+) -> Result<u64, StoreError>
+where
+    R: sqlx::Row,
+    i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'n> &'n str: sqlx::ColumnIndex<R>,
+{
+    let value: i64 = column(row, name, table, session_id)?;
+    to_u64(value, table, session_id, name)
+}
