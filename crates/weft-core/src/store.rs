@@ -165,9 +165,10 @@ pub struct Commit {
     /// What happens to the run state.
     #[serde(default)]
     pub run: RunChange,
-    /// Events stored with the change (seq order; each above every seq already stored).
+    /// Events stored with the change (seq order; each above every seq already stored). Shared,
+    /// not copied: the same records are what live watchers hold.
     #[serde(default)]
-    pub events: Vec<EventRecord>,
+    pub events: Vec<Arc<EventRecord>>,
 }
 
 /// A session as loaded from a store.
@@ -291,10 +292,12 @@ pub trait SessionStore: Send + Sync + 'static {
     fn reserve_seqs<'a>(&'a self, session_id: &'a str, count: u64) -> StoreFuture<'a, u64>;
 
     /// Appends events (in seq order, each above every seq already stored) outside a commit.
+    /// The records are shared with the live watchers that hold them: a backend that keeps them
+    /// in memory keeps these, one that writes them serializes them.
     fn append_events<'a>(
         &'a self,
         session_id: &'a str,
-        events: Vec<EventRecord>,
+        events: Vec<Arc<EventRecord>>,
     ) -> StoreFuture<'a, ()>;
 
     /// Up to `limit` events with seq greater than `after_seq`, in order.
@@ -303,7 +306,7 @@ pub trait SessionStore: Send + Sync + 'static {
         session_id: &'a str,
         after_seq: u64,
         limit: usize,
-    ) -> StoreFuture<'a, Vec<EventRecord>>;
+    ) -> StoreFuture<'a, Vec<Arc<EventRecord>>>;
 
     /// Waits until the session has an event after `after_seq` (appended by any process) or
     /// `timeout` passes; says whether there is one.

@@ -2,6 +2,7 @@
 //! JSON encoding, and the conversions between `u64` and the databases' signed integers.
 
 use std::fmt::Display;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -169,7 +170,7 @@ pub(crate) fn check_commit(position: &Position, shape: &CommitShape) -> Result<(
 /// Events are of `session_id`, in strictly increasing seq order, each storable.
 pub(crate) fn check_event_order(
     session_id: &str,
-    events: &[EventRecord],
+    events: &[Arc<EventRecord>],
 ) -> Result<(), StoreError> {
     let mut previous: Option<u64> = None;
     for event in events {
@@ -257,7 +258,7 @@ pub(crate) struct EncodedEvent {
 }
 
 /// Events ready for a SQL backend (order and ranges checked by the caller).
-pub(crate) fn encode_events(events: &[EventRecord]) -> Result<Vec<EncodedEvent>, StoreError> {
+pub(crate) fn encode_events(events: &[Arc<EventRecord>]) -> Result<Vec<EncodedEvent>, StoreError> {
     events
         .iter()
         .map(|e| {

@@ -41,7 +41,7 @@ struct Entry {
     messages: Vec<Message>,
     run: Option<RunState>,
     /// In seq order.
-    events: Vec<EventRecord>,
+    events: Vec<Arc<EventRecord>>,
     reserved_seq: u64,
     /// By (namespace, id): insertion order and the checkpoint.
     checkpoints: HashMap<(String, String), (u64, Checkpoint)>,
@@ -134,7 +134,11 @@ impl MemoryStore {
         Ok(())
     }
 
-    fn append_now(&self, session_id: &str, events: Vec<EventRecord>) -> Result<(), StoreError> {
+    fn append_now(
+        &self,
+        session_id: &str,
+        events: Vec<Arc<EventRecord>>,
+    ) -> Result<(), StoreError> {
         codec::check_event_order(session_id, &events)?;
         {
             let mut state = self.state();
@@ -213,7 +217,7 @@ impl SessionStore for MemoryStore {
     fn append_events<'a>(
         &'a self,
         session_id: &'a str,
-        events: Vec<EventRecord>,
+        events: Vec<Arc<EventRecord>>,
     ) -> StoreFuture<'a, ()> {
         ready(self.append_now(session_id, events))
     }
@@ -223,7 +227,7 @@ impl SessionStore for MemoryStore {
         session_id: &'a str,
         after_seq: u64,
         limit: usize,
-    ) -> StoreFuture<'a, Vec<EventRecord>> {
+    ) -> StoreFuture<'a, Vec<Arc<EventRecord>>> {
         ready(self.with_entry(session_id, |entry| {
             let start = entry.events.partition_point(|e| e.seq <= after_seq);
             Ok(entry.events[start..].iter().take(limit).cloned().collect())

@@ -255,7 +255,7 @@ impl PostgresStore {
     async fn append_now(
         &self,
         session_id: &str,
-        events: Vec<EventRecord>,
+        events: Vec<Arc<EventRecord>>,
     ) -> Result<(), StoreError> {
         codec::check_event_order(session_id, &events)?;
         let first = events.first().map(|e| e.seq);
@@ -623,7 +623,7 @@ impl SessionStore for PostgresStore {
     fn append_events<'a>(
         &'a self,
         session_id: &'a str,
-        events: Vec<EventRecord>,
+        events: Vec<Arc<EventRecord>>,
     ) -> StoreFuture<'a, ()> {
         Box::pin(self.append_now(session_id, events))
     }
@@ -633,7 +633,7 @@ impl SessionStore for PostgresStore {
         session_id: &'a str,
         after_seq: u64,
         limit: usize,
-    ) -> StoreFuture<'a, Vec<EventRecord>> {
+    ) -> StoreFuture<'a, Vec<Arc<EventRecord>>> {
         Box::pin(async move {
             let found = sqlx::query(
                 "SELECT seq, run_id, node_id, at, event FROM events \
@@ -649,7 +649,7 @@ impl SessionStore for PostgresStore {
                 return Err(StoreError::NotFound(session_id.to_owned()));
             }
             let sid: Arc<str> = Arc::from(session_id);
-            found.iter().map(|row| rows::event(row, &sid)).collect()
+            found.iter().map(|row| rows::event(row, &sid).map(Arc::new)).collect()
         })
     }
 

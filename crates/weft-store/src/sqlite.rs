@@ -905,7 +905,7 @@ impl SessionStore for SqliteStore {
     fn append_events<'a>(
         &'a self,
         session_id: &'a str,
-        events: Vec<EventRecord>,
+        events: Vec<Arc<EventRecord>>,
     ) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             codec::check_event_order(session_id, &events)?;
@@ -924,7 +924,7 @@ impl SessionStore for SqliteStore {
         session_id: &'a str,
         after_seq: u64,
         limit: usize,
-    ) -> StoreFuture<'a, Vec<EventRecord>> {
+    ) -> StoreFuture<'a, Vec<Arc<EventRecord>>> {
         Box::pin(async move {
             let found = sqlx::query(
                 "SELECT seq, run_id, node_id, at, event FROM events \
@@ -940,7 +940,7 @@ impl SessionStore for SqliteStore {
                 return Err(StoreError::NotFound(session_id.to_owned()));
             }
             let sid: Arc<str> = Arc::from(session_id);
-            found.iter().map(|row| rows::event(row, &sid)).collect()
+            found.iter().map(|row| rows::event(row, &sid).map(Arc::new)).collect()
         })
     }
 

@@ -297,18 +297,18 @@ fn run_state(run_id: &str) -> RunState {
     }
 }
 
-fn record(session_id: &str, seq: u64, event: AgentEvent) -> EventRecord {
-    EventRecord {
+fn record(session_id: &str, seq: u64, event: AgentEvent) -> Arc<EventRecord> {
+    Arc::new(EventRecord {
         session_id: session_id.into(),
         run_id: "run-1".into(),
         seq,
         node_id: seq.is_multiple_of(2).then(|| "think-1".into()),
         at: 1_700_000_000_000 + seq,
         event,
-    }
+    })
 }
 
-fn delta(session_id: &str, seq: u64, text: &str) -> EventRecord {
+fn delta(session_id: &str, seq: u64, text: &str) -> Arc<EventRecord> {
     record(session_id, seq, AgentEvent::TextDelta { index: 0, delta: text.into() })
 }
 
@@ -635,7 +635,7 @@ async fn event_log_after_every_seq(f: &Fixture) {
     events.extend(deltas.iter().map(|d| AgentEvent::TextDelta { index: 0, delta: d.clone() }));
     events.push(AgentEvent::TextEnd { index: 0, text: full.clone() });
 
-    let mut stored: Vec<EventRecord> = Vec::new();
+    let mut stored: Vec<Arc<EventRecord>> = Vec::new();
     let mut block = 0;
     let mut rest = events.as_slice();
     while !rest.is_empty() {
@@ -643,7 +643,7 @@ async fn event_log_after_every_seq(f: &Fixture) {
         let n = rest.len().min(1 + block % 9);
         let store = if block.is_multiple_of(2) { &b } else { &a };
         let first = store.reserve_seqs(&id, n as u64).await.unwrap();
-        let records: Vec<EventRecord> = rest[..n]
+        let records: Vec<Arc<EventRecord>> = rest[..n]
             .iter()
             .enumerate()
             .map(|(k, e)| record(&id, first + k as u64, e.clone()))
