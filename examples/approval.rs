@@ -69,13 +69,13 @@ async fn main() -> anyhow::Result<()> {
     .with_approval();
 
     let agent = Agent::builder(FauxProvider::new(script)).tool(send_email).build()?;
-    let session = agent.create_session(SessionOptions::default())?;
+    let session = agent.create_session(SessionOptions::default()).await?;
     let outbox_len = || outbox.lock().unwrap_or_else(PoisonError::into_inner).len();
 
     // Run 1: the model calls the tool; the run suspends before running it.
     println!("# run 1");
     let input = Input::text("Email the Q3 summary to Alice.");
-    let (_, result) = run_printed(agent.execute(&session, input)?).await?;
+    let (_, result) = run_printed(agent.execute(&session, input).await?).await?;
     println!("run 1 status: {}\n", result.status);
     ensure!(result.status == SessionStatus::AwaitingApproval, "run 1 status: {}", result.status);
     ensure!(outbox_len() == 0, "the tool ran without approval");
@@ -89,7 +89,7 @@ async fn main() -> anyhow::Result<()> {
 
     // Run 2: the denial is an error result; the model tries again and the run suspends again.
     println!("# run 2");
-    let (events, result) = run_printed(agent.execute(&session, deny)?).await?;
+    let (events, result) = run_printed(agent.execute(&session, deny).await?).await?;
     println!("run 2 status: {}\n", result.status);
     ensure!(result.status == SessionStatus::AwaitingApproval, "run 2 status: {}", result.status);
     ensure!(outbox_len() == 0, "a denied call ran");
@@ -110,7 +110,7 @@ async fn main() -> anyhow::Result<()> {
 
     // Run 3: the approved call runs; the model answers.
     println!("# run 3");
-    let (_, result) = run_printed(agent.execute(&session, approve)?).await?;
+    let (_, result) = run_printed(agent.execute(&session, approve).await?).await?;
     println!("run 3 status: {}\n", result.status);
     print_summary(&result)?;
 

@@ -102,11 +102,12 @@ async fn main() -> anyhow::Result<()> {
         .system_prompt("You answer questions about Weft using its documentation.")
         .tool(tool)
         .build()?;
-    let session = agent.create_session(SessionOptions::default())?;
+    let session = agent.create_session(SessionOptions::default()).await?;
 
     // Run it. `execute` returns at once; the run goes on in a task of its own and its events
     // arrive on the stream as they happen.
-    let mut stream = agent.execute(&session, Input::text("How does a run wait for a tool?"))?;
+    let mut stream =
+        agent.execute(&session, Input::text("How does a run wait for a tool?")).await?;
     let mut printer = EventPrinter::stdout();
     let mut output_deltas = 0;
     while let Some(event) = stream.next().await {

@@ -25,8 +25,8 @@ async fn main() -> anyhow::Result<()> {
             Ok::<_, String>(format!("Sunny in {}", a.city))
         }))
         .build()?;
-    let session = agent.create_session(SessionOptions::default())?;
-    let mut stream = agent.execute(&session, Input::text("Weather in Paris?"))?;
+    let session = agent.create_session(SessionOptions::default()).await?;
+    let mut stream = agent.execute(&session, Input::text("Weather in Paris?")).await?;
     while let Some(event) = stream.next().await {
         println!("{}", serde_json::to_string(&event)?);   // text_delta, toolcall_delta, …
     }

@@ -71,12 +71,13 @@ async fn main() -> anyhow::Result<()> {
             "required": ["selector"]
         }),
     );
-    let session =
-        agent.create_session(SessionOptions { tools: vec![read_page], ..Default::default() })?;
+    let session = agent
+        .create_session(SessionOptions { tools: vec![read_page], ..Default::default() })
+        .await?;
 
     // Run 1: the model calls the remote tool, and the run suspends.
     println!("# run 1");
-    let stream = agent.execute(&session, Input::text("What's the headline of this page?"))?;
+    let stream = agent.execute(&session, Input::text("What's the headline of this page?")).await?;
     let (events, result) = run_printed(stream).await?;
     println!("run 1 status: {}\n", result.status);
     ensure!(
@@ -108,7 +109,8 @@ async fn main() -> anyhow::Result<()> {
 
     // Run 2: the results resume the suspended run; the model answers.
     println!("# run 2");
-    let (_, result) = run_printed(agent.execute(&session, Input::ToolResults(results))?).await?;
+    let (_, result) =
+        run_printed(agent.execute(&session, Input::ToolResults(results)).await?).await?;
     println!("run 2 status: {}\n", result.status);
     print_summary(&result)?;
 

@@ -142,10 +142,10 @@ fn timed_run(
     agent: &Agent,
     serialize: bool,
 ) -> (Duration, Tally, SessionStatus) {
-    let session = agent.create_session(SessionOptions::default()).unwrap();
     rt.block_on(async {
+        let session = agent.create_session(SessionOptions::default()).await.unwrap();
         let start = Instant::now();
-        let stream = agent.execute(&session, Input::text("go")).unwrap();
+        let stream = agent.execute(&session, Input::text("go")).await.unwrap();
         let (tally, status) = consume(stream, serialize).await;
         (start.elapsed(), tally, status)
     })

@@ -1,20 +1,23 @@
 //! [`Agent`]: a provider, local tools, configuration and hooks; it creates sessions and runs
 //! them with [`Agent::execute`].
 
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use futures::FutureExt;
 use futures::future::BoxFuture;
+use futures::{FutureExt, Stream};
 use weft_core::{
-    AgentResponse, Input, Message, Session, SessionStatus, ToolCall, ToolSpec, now_ms,
+    AgentResponse, Commit, EventRecord, Input, Message, RunChange, Session, SessionStatus,
+    SessionStore, StoreError, ToolCall, ToolSpec, now_ms,
 };
 use weft_llm::{CancellationToken, ModelRequest, Provider};
 
 use crate::catalog::{LocalTools, RemoteTools};
 use crate::error::{AgentError, ExecuteError};
-use crate::execute::{BATCHES_IN_FLIGHT, Emitter, ExecuteResult, ExecuteStream};
+use crate::execute::{Emitter, ExecuteResult, ExecuteStream};
+use crate::hub::Hub;
 use crate::machine::Machine;
 use crate::run::Run;
 use crate::tool::Tool;
@@ -96,6 +99,10 @@ pub(crate) struct AgentInner {
     pub(crate) config: AgentConfig,
     pub(crate) hooks: Arc<dyn AgentHooks>,
     pub(crate) approval: Option<ApprovalPolicy>,
+    /// Where sessions are kept durably; `None`: in memory only.
+    pub(crate) store: Option<Arc<dyn SessionStore>>,
+    /// The sessions open in this process: one handle (one log, one lock) per session.
+    open: Mutex<HashMap<String, Weak<Shared>>>,
 }
 
 /// An agent: runs sessions against a provider with a set of local tools. Cheap to clone.
@@ -111,9 +118,19 @@ pub struct AgentBuilder {
     config: AgentConfig,
     hooks: Arc<dyn AgentHooks>,
     approval: Option<ApprovalPolicy>,
+    store: Option<Arc<dyn SessionStore>>,
 }
 
 impl AgentBuilder {
+    /// Keeps sessions in `store` (see `weft-store` for memory, SQLite and Postgres): every
+    /// message, status change and event is durable, sessions can be loaded by id in any
+    /// process ([`Agent::session`]), and any number of watchers can follow a run. Without a
+    /// store, sessions live in this process's memory only.
+    pub fn store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
     /// Sets the default model.
     pub fn model(mut self, model: impl Into<String>) -> Self {
         self.config.model = model.into();
@@ -190,6 +207,8 @@ impl AgentBuilder {
                 config: self.config,
                 hooks: self.hooks,
                 approval: self.approval,
+                store: self.store,
+                open: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -226,6 +245,7 @@ impl Agent {
             config: AgentConfig::default(),
             hooks: Arc::new(NoHooks),
             approval: None,
+            store: None,
         }
     }
 
@@ -243,9 +263,12 @@ impl Agent {
         self.inner.tools.specs().cloned().collect()
     }
 
-    /// Creates a session in memory. Fails when a remote tool's name is taken or its schema is
-    /// invalid.
-    pub fn create_session(&self, options: SessionOptions) -> Result<SessionHandle, AgentError> {
+    /// Creates a session (in the store, when the agent has one). Fails when a remote tool's
+    /// name is taken or its schema is invalid, or when the store refuses (an id taken).
+    pub async fn create_session(
+        &self,
+        options: SessionOptions,
+    ) -> Result<SessionHandle, AgentError> {
         let id = options.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let model = options.model.unwrap_or_else(|| self.inner.config.model.clone());
         let mut session = Session::new(id, self.inner.provider.name(), model);
@@ -254,26 +277,76 @@ impl Agent {
         session.tools = options.tools;
         session.messages = options.messages;
         session.owner = options.owner;
-        self.open_session(session)
+        let remote = RemoteTools::new(&session.tools, &self.inner.tools)?;
+        if let Some(store) = &self.inner.store {
+            store
+                .create(session.head(), session.messages.clone())
+                .await
+                .map_err(AgentError::Store)?;
+        }
+        Ok(self.register(session, remote, 0))
     }
 
-    /// Takes charge of an existing session (for instance one loaded from storage). A session
-    /// left `running` by a process that stopped is taken as `error`.
+    /// Takes charge of a session kept in memory only (one this agent's store does not keep):
+    /// for instance one restored by the caller. A session left `running` by a process that
+    /// stopped is taken as `error`.
     pub fn open_session(&self, mut session: Session) -> Result<SessionHandle, AgentError> {
         let remote = RemoteTools::new(&session.tools, &self.inner.tools)?;
         if session.status == SessionStatus::Running {
             session.status = SessionStatus::Error;
         }
-        Ok(SessionHandle {
-            shared: Arc::new(Shared { state: Mutex::new(State { session, run: None }), remote }),
-        })
+        let last = session.last_event_seq;
+        Ok(self.register(session, remote, last))
+    }
+
+    /// The session `id`: the one open in this process, or loaded from the store. `None` when
+    /// no such session exists.
+    pub async fn session(&self, id: &str) -> Result<Option<SessionHandle>, AgentError> {
+        if let Some(handle) = self.open_handle(id) {
+            return Ok(Some(handle));
+        }
+        let Some(store) = &self.inner.store else { return Ok(None) };
+        let Some(stored) = store.load(id).await.map_err(AgentError::Store)? else {
+            return Ok(None);
+        };
+        let last_seq = stored.last_seq;
+        let session = Session::from_stored(stored);
+        let remote = RemoteTools::new(&session.tools, &self.inner.tools)?;
+        // Another task may have loaded it meanwhile: one handle per session.
+        if let Some(handle) = self.open_handle(id) {
+            return Ok(Some(handle));
+        }
+        Ok(Some(self.register(session, remote, last_seq)))
+    }
+
+    fn open_handle(&self, id: &str) -> Option<SessionHandle> {
+        let open = self.inner.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.get(id).and_then(Weak::upgrade).map(|shared| SessionHandle { shared })
+    }
+
+    fn register(&self, session: Session, remote: RemoteTools, last_seq: u64) -> SessionHandle {
+        let id = session.id.clone();
+        let committed_messages = session.messages.len();
+        let hub = Hub::new(&id, self.inner.store.clone(), last_seq);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State { session, run: None, committed_messages }),
+            remote,
+            hub,
+            store: self.inner.store.clone(),
+        });
+        let mut open = self.inner.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.retain(|_, weak| weak.strong_count() > 0);
+        open.insert(id, Arc::downgrade(&shared));
+        SessionHandle { shared }
     }
 
     /// Starts a run of `session` on `input`: a user message starts a new run, tool results or
     /// approval decisions resume a suspended one. The input is checked first: a refused input
-    /// changes nothing. Must be called within a Tokio runtime; the run is a task of its own and
-    /// goes on to its end even if the stream is dropped.
-    pub fn execute(
+    /// changes nothing. With a store, starting is a write conditional on the session's version,
+    /// so two processes can never both start a run on one session. Must be called within a
+    /// Tokio runtime; the run is a task of its own and goes on to its end even if the stream is
+    /// dropped.
+    pub async fn execute(
         &self,
         session: &SessionHandle,
         input: impl Into<Input>,
@@ -283,9 +356,10 @@ impl Agent {
         let mut machine = Machine::new(config.max_turns, millis(config.remote_tool_timeout));
         let cancel = CancellationToken::new();
         let input_message;
-        let (first, start_len, last_seq, session_id) = {
+        let (first, start_len, session_id, run_id, commit) = {
             let mut state = session.lock();
-            if state.session.status == SessionStatus::Running {
+            // `run` is set until the last run has published its end.
+            if state.session.status == SessionStatus::Running || state.run.is_some() {
                 return Err(ExecuteError::AlreadyRunning(state.session.id.clone()));
             }
             let start_len = state.session.messages.len();
@@ -297,24 +371,39 @@ impl Agent {
                 Input::User(message) => Some(Message::User(message.clone())),
                 _ => None,
             };
+            let run_id = uuid::Uuid::new_v4().to_string();
             let first = machine.begin(
                 &mut state.session,
                 input,
                 |name| tools.get(name).is_some(),
                 now_ms(),
-                uuid::Uuid::new_v4().to_string(),
+                run_id.clone(),
             )?;
             state.session.status = SessionStatus::Running;
             state.run = Some(cancel.clone());
-            (first, start_len, state.session.last_event_seq, state.session.id.clone())
+            let commit = session.shared.store.is_some().then(|| state.prepare_commit());
+            (first, start_len, state.session.id.clone(), run_id, commit)
         };
-        let (tx, rx) = tokio::sync::mpsc::channel(BATCHES_IN_FLIGHT);
+        if let Some(commit) = commit
+            && let Err(error) = session.apply(commit).await
+        {
+            // The session changed elsewhere, or the store failed: nothing starts, and what
+            // this process holds is reloaded from the store.
+            let running = session.reload().await;
+            return Err(match error {
+                StoreError::Conflict { .. } if running => ExecuteError::AlreadyRunning(session_id),
+                other => ExecuteError::Store(other),
+            });
+        }
+        let hub = Arc::clone(&session.shared.hub);
+        hub.start_run();
+        let events = hub.subscribe(hub.last_seq(), true);
         let (result_tx, result_rx) = tokio::sync::oneshot::channel();
         let run = Run::new(
             self.inner.clone(),
             session.clone(),
             machine,
-            Emitter::new(tx, last_seq),
+            Emitter::new(hub, &run_id),
             cancel.clone(),
             start_len,
         );
@@ -332,7 +421,7 @@ impl Agent {
             };
             let _ = result_tx.send(result);
         });
-        Ok(ExecuteStream::new(session_id, rx, result_rx, cancel))
+        Ok(ExecuteStream::new(session_id, events, result_rx, cancel))
     }
 
     /// Runs `input` to the end without streaming and returns the step trace and final answer
@@ -342,7 +431,7 @@ impl Agent {
         session: &SessionHandle,
         input: impl Into<Input>,
     ) -> Result<(AgentResponse, ExecuteResult), ExecuteError> {
-        let result = self.execute(session, input)?.result().await;
+        let result = self.execute(session, input).await?.result().await;
         Ok((result.response(), result))
     }
 }
@@ -355,11 +444,45 @@ pub(crate) struct State {
     pub(crate) session: Session,
     /// The running run's abort token.
     pub(crate) run: Option<CancellationToken>,
+    /// How many of the session's messages the store has.
+    committed_messages: usize,
+}
+
+impl State {
+    /// The commit of everything changed since the last one: the head at the next version, the
+    /// messages appended since, the run state. Applied with [`State::committed`] once stored.
+    pub(crate) fn prepare_commit(&self) -> Commit {
+        let s = &self.session;
+        let mut head = s.head();
+        head.version = s.version + 1;
+        head.updated_at = now_ms();
+        Commit {
+            expected_version: s.version,
+            head,
+            messages: s.messages.get(self.committed_messages..).unwrap_or_default().to_vec(),
+            run: match &s.run {
+                Some(run) => RunChange::Set(Box::new(run.clone())),
+                None => RunChange::Clear,
+            },
+            events: Vec::new(),
+        }
+    }
+
+    /// The store took a commit made with [`State::prepare_commit`].
+    fn committed(&mut self, version: u64, message_count: u64, updated_at: u64) {
+        self.session.version = version;
+        self.session.updated_at = updated_at;
+        self.committed_messages = usize::try_from(message_count).unwrap_or(usize::MAX);
+    }
 }
 
 pub(crate) struct Shared {
     state: Mutex<State>,
     pub(crate) remote: RemoteTools,
+    /// The session's event log in this process.
+    pub(crate) hub: Arc<Hub>,
+    /// Where the session is kept, if anywhere.
+    pub(crate) store: Option<Arc<dyn SessionStore>>,
 }
 
 /// A session kept in memory, shared by the caller and its runs. Cheap to clone.
@@ -403,20 +526,88 @@ impl SessionHandle {
     /// Aborts the session's run. A running run stops (see [`ExecuteStream::abort`]); a suspended
     /// one has its waiting calls answered with error results and ends `aborted`, so the session
     /// takes a new user message. Returns whether there was anything to abort.
-    pub fn abort(&self) -> bool {
-        let mut state = self.lock();
-        if let Some(run) = &state.run {
-            run.cancel();
-            return true;
+    pub async fn abort(&self) -> bool {
+        let commit = {
+            let mut state = self.lock();
+            if let Some(run) = &state.run {
+                run.cancel();
+                return true;
+            }
+            if state.session.open_turn().is_none() {
+                return false;
+            }
+            let mut machine = Machine::new(1, 0);
+            machine.abort(&mut state.session, now_ms());
+            machine.end(&mut state.session, SessionStatus::Aborted);
+            if self.shared.store.is_none() {
+                state.session.version += 1;
+                state.session.updated_at = now_ms();
+                return true;
+            }
+            state.prepare_commit()
+        };
+        if let Err(error) = self.apply(commit).await {
+            tracing::error!(session_id = %self.id(), %error, "saving the aborted session failed");
+            self.reload().await;
         }
-        if state.session.open_turn().is_none() {
-            return false;
-        }
-        let mut machine = Machine::new(1, 0);
-        machine.abort(&mut state.session, now_ms());
-        machine.end(&mut state.session, SessionStatus::Aborted);
-        state.session.version += 1;
-        state.session.updated_at = now_ms();
         true
+    }
+
+    /// The session's events after `after_seq`, from its log (memory, then the store) and then
+    /// live, to the end of the run under way or of the last one: what a client that reconnects
+    /// with `Last-Event-ID` is sent. Any number of watchers may follow one session; none of
+    /// them slows its run.
+    pub fn subscribe(
+        &self,
+        after_seq: u64,
+    ) -> impl Stream<Item = Arc<EventRecord>> + Send + 'static {
+        self.shared.hub.subscribe(after_seq, true)
+    }
+
+    /// The sequence number of the session's last event.
+    pub fn last_seq(&self) -> u64 {
+        self.shared.hub.last_seq()
+    }
+
+    /// Stores `commit`, made from this session's state; on success the state records it.
+    pub(crate) async fn apply(&self, commit: Commit) -> Result<(), StoreError> {
+        let Some(store) = &self.shared.store else { return Ok(()) };
+        let (version, count, at) =
+            (commit.head.version, commit.head.message_count, commit.head.updated_at);
+        store.commit(commit).await?;
+        self.lock().committed(version, count, at);
+        Ok(())
+    }
+
+    /// Saves what changed since the last commit (a no-op without a store).
+    pub(crate) async fn save(&self) -> Result<(), StoreError> {
+        if self.shared.store.is_none() {
+            return Ok(());
+        }
+        let commit = self.lock().prepare_commit();
+        self.apply(commit).await
+    }
+
+    /// Replaces what this process holds with what the store has; says whether the session is
+    /// running (elsewhere).
+    async fn reload(&self) -> bool {
+        let Some(store) = &self.shared.store else { return false };
+        let id = self.id();
+        match store.load(&id).await {
+            Ok(Some(stored)) => {
+                let session = Session::from_stored(stored);
+                let running = session.status == SessionStatus::Running;
+                let mut state = self.lock();
+                state.committed_messages = session.messages.len();
+                state.session = session;
+                state.run = None;
+                running
+            }
+            Ok(None) => false,
+            Err(error) => {
+                tracing::error!(session_id = %id, %error, "reloading the session failed");
+                false
+            }
+        }
     }
 }

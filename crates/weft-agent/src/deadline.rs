@@ -70,7 +70,7 @@ async fn expire(agent: Weak<AgentInner>, shared: Weak<Shared>) {
     }
     let agent = Agent::from_inner(agent);
     // Refused only if the session was resumed or aborted in the meantime: nothing to do then.
-    if let Ok(stream) = agent.execute(&session, Input::ToolResults(expired)) {
+    if let Ok(stream) = agent.execute(&session, Input::ToolResults(expired)).await {
         stream.result().await;
     }
 }

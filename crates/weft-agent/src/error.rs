@@ -15,6 +15,9 @@ pub enum AgentError {
         /// Why.
         reason: String,
     },
+    /// The session store refused or failed (an id taken, a backend down).
+    #[error("{0}")]
+    Store(weft_core::StoreError),
 }
 
 /// Why `execute` refused an input. A refused input changes nothing.
@@ -23,6 +26,10 @@ pub enum ExecuteError {
     /// The session already has a run in progress.
     #[error("session {0} is already running; wait for its run to end or abort it")]
     AlreadyRunning(String),
+    /// The session store refused or failed; nothing was started. A `Conflict` means the
+    /// session changed elsewhere in the meantime: it has been reloaded, try again.
+    #[error("{0}")]
+    Store(weft_core::StoreError),
     /// A user message arrived while tool calls wait for results or approvals.
     #[error(
         "session {session} is waiting on tool calls {}; send their results or approvals first, or abort the run",

@@ -1,29 +1,32 @@
 //! [`ExecuteStream`]: a run's events as they happen, then its [`ExecuteResult`].
 //!
-//! The run itself is a task of its own; the stream only listens. Events travel in batches over a
-//! bounded channel: a batch is sent when it is full or when the run is about to wait for
-//! anything (the model, a tool), so a consumer that keeps up sees every event at once, a slow
-//! consumer applies backpressure (the run waits, nothing is dropped), and a consumer that goes
-//! away does not stop the run: it goes on to its end and the session records it.
+//! The run itself is a task of its own; the stream only listens. The run publishes its events to
+//! the session's log ([`crate::hub`]) in batches: a batch is published when it is full or when
+//! the run is about to wait for anything (the model, a tool), so a reader that keeps up sees
+//! every event at once. Readers never slow the run: a slow one catches up from the log (memory,
+//! then the store), and one that goes away does not stop the run.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures::Stream;
 use serde::{Deserialize, Serialize};
-use tokio::sync::{mpsc, oneshot};
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
 use weft_core::{
-    AgentEvent, AgentResponse, AgentStep, Cost, Message, SessionStatus, ToolCall, Usage,
+    AgentEvent, AgentResponse, AgentStep, Cost, EventRecord, Message, SessionStatus, StoreError,
+    ToolCall, Usage,
 };
 use weft_llm::CancellationToken;
+
+use crate::hub::Hub;
 
 /// One event and its sequence number in the session.
 pub type Sequenced = (u64, AgentEvent);
 
-/// How many events travel in one batch at most.
+/// How many events are published in one batch at most.
 pub(crate) const BATCH: usize = 256;
-/// How many batches may wait for the consumer before the run waits.
-pub(crate) const BATCHES_IN_FLIGHT: usize = 16;
 
 /// What a run did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,10 +74,13 @@ impl AbortHandle {
 }
 
 /// A run's events as they happen; [`result`](Self::result) gives what it did.
+///
+/// A view over the session's event log ([`crate::SessionHandle::subscribe`]) from the run's first
+/// event to its `session_end`: reading it never slows the run, and a reader that falls behind
+/// catches up from the store.
 pub struct ExecuteStream {
     session_id: String,
-    batches: mpsc::Receiver<Vec<Sequenced>>,
-    current: std::vec::IntoIter<Sequenced>,
+    events: Pin<Box<dyn Stream<Item = Arc<EventRecord>> + Send>>,
     result: oneshot::Receiver<ExecuteResult>,
     cancel: CancellationToken,
 }
@@ -82,11 +88,11 @@ pub struct ExecuteStream {
 impl ExecuteStream {
     pub(crate) fn new(
         session_id: String,
-        batches: mpsc::Receiver<Vec<Sequenced>>,
+        events: impl Stream<Item = Arc<EventRecord>> + Send + 'static,
         result: oneshot::Receiver<ExecuteResult>,
         cancel: CancellationToken,
     ) -> Self {
-        Self { session_id, batches, current: Vec::new().into_iter(), result, cancel }
+        Self { session_id, events: Box::pin(events), result, cancel }
     }
 
     /// The session this run belongs to.
@@ -110,11 +116,15 @@ impl ExecuteStream {
         SequencedStream(self)
     }
 
+    /// The events as the session's log keeps them (sequence number, run, node, time).
+    pub fn records(self) -> RecordStream {
+        RecordStream(self)
+    }
+
     /// Waits for the run to end and says what it did. Events not yet read are skipped (the run
-    /// does not wait for them).
+    /// never waits for them).
     pub async fn result(self) -> ExecuteResult {
-        let Self { session_id, batches, result, .. } = self;
-        drop(batches);
+        let Self { session_id, result, .. } = self;
         match result.await {
             Ok(result) => result,
             Err(_) => ExecuteResult {
@@ -140,17 +150,16 @@ impl ExecuteStream {
         (events, self.result().await)
     }
 
-    fn poll_sequenced(&mut self, cx: &mut Context<'_>) -> Poll<Option<Sequenced>> {
-        loop {
-            if let Some(item) = self.current.next() {
-                return Poll::Ready(Some(item));
-            }
-            match self.batches.poll_recv(cx) {
-                Poll::Ready(Some(batch)) => self.current = batch.into_iter(),
-                Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Pending => return Poll::Pending,
-            }
-        }
+    fn poll_record(&mut self, cx: &mut Context<'_>) -> Poll<Option<Arc<EventRecord>>> {
+        self.events.as_mut().poll_next(cx)
+    }
+}
+
+/// The event of a record the log shares: moved out when nobody else holds it, else copied.
+fn owned_event(record: Arc<EventRecord>) -> (u64, AgentEvent) {
+    match Arc::try_unwrap(record) {
+        Ok(record) => (record.seq, record.event),
+        Err(shared) => (shared.seq, shared.event.clone()),
     }
 }
 
@@ -158,7 +167,7 @@ impl Stream for ExecuteStream {
     type Item = AgentEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
-        self.poll_sequenced(cx).map(|item| item.map(|(_, event)| event))
+        self.poll_record(cx).map(|item| item.map(|record| owned_event(record).1))
     }
 }
 
@@ -181,56 +190,172 @@ impl Stream for SequencedStream {
     type Item = Sequenced;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Sequenced>> {
-        self.0.poll_sequenced(cx)
+        self.0.poll_record(cx).map(|item| item.map(owned_event))
     }
 }
 
-/// The run's side of the stream: numbers events and sends them in batches.
+/// [`ExecuteStream`] as the log's records; see [`ExecuteStream::records`].
+pub struct RecordStream(ExecuteStream);
+
+impl RecordStream {
+    /// Waits for the run to end (see [`ExecuteStream::result`]).
+    pub async fn result(self) -> ExecuteResult {
+        self.0.result().await
+    }
+
+    /// Aborts the run.
+    pub fn abort(&self) {
+        self.0.abort();
+    }
+}
+
+impl Stream for RecordStream {
+    type Item = Arc<EventRecord>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Arc<EventRecord>>> {
+        self.0.poll_record(cx)
+    }
+}
+
+/// The run's side of the log: queues events with their node, numbers and publishes them in
+/// batches (the hub assigns the numbers).
 pub(crate) struct Emitter {
-    tx: Option<mpsc::Sender<Vec<Sequenced>>>,
-    buf: Vec<Sequenced>,
-    seq: u64,
+    hub: Arc<Hub>,
+    run_id: Arc<str>,
+    buf: Vec<(Option<Arc<str>>, AgentEvent)>,
+    /// The node run under way, which content events belong to.
+    node: Option<Arc<str>>,
+    /// A store failure that stopped numbering; the run ends in error.
+    failure: Option<StoreError>,
 }
 
 impl Emitter {
-    pub(crate) fn new(tx: mpsc::Sender<Vec<Sequenced>>, last_seq: u64) -> Self {
-        Self { tx: Some(tx), buf: Vec::with_capacity(BATCH), seq: last_seq }
+    pub(crate) fn new(hub: Arc<Hub>, run_id: &str) -> Self {
+        Self {
+            hub,
+            run_id: Arc::from(run_id),
+            buf: Vec::with_capacity(BATCH),
+            node: None,
+            failure: None,
+        }
     }
 
-    /// The last sequence number given out.
-    pub(crate) fn seq(&self) -> u64 {
-        self.seq
+    /// The hub the events go to.
+    pub(crate) fn hub(&self) -> &Arc<Hub> {
+        &self.hub
+    }
+
+    /// The store failure that stopped publishing, if any.
+    pub(crate) fn failure(&self) -> Option<&StoreError> {
+        self.failure.as_ref()
     }
 
     /// Queues an event. Nothing is lost: callers [`pace`](Self::pace) or
     /// [`flush`](Self::flush) before the batch grows past [`BATCH`].
     pub(crate) fn emit(&mut self, event: AgentEvent) {
-        self.seq += 1;
-        if self.tx.is_some() {
-            self.buf.push((self.seq, event));
-        }
+        let node = match &event {
+            AgentEvent::NodeEnter { node_id, .. } => {
+                let node: Arc<str> = Arc::from(node_id.as_str());
+                self.node = Some(Arc::clone(&node));
+                Some(node)
+            }
+            AgentEvent::NodeExit { .. } => self.node.take(),
+            _ => self.node.clone(),
+        };
+        self.buf.push((node, event));
     }
 
-    /// Sends the batch if it is full.
+    /// Publishes the batch if it is full.
     pub(crate) async fn pace(&mut self) {
         if self.buf.len() >= BATCH {
             self.flush().await;
         }
     }
 
-    /// Sends what is queued (waiting while the consumer is behind).
+    /// Numbers and publishes what is queued. While the store is far behind, adjacent deltas of
+    /// one block are merged first (every character still arrives once, in order).
     pub(crate) async fn flush(&mut self) {
         if self.buf.is_empty() {
             return;
         }
-        let Some(tx) = &self.tx else {
-            self.buf.clear();
-            return;
-        };
-        let batch = std::mem::replace(&mut self.buf, Vec::with_capacity(BATCH));
-        if tx.send(batch).await.is_err() {
-            // The consumer went away; the run goes on without it.
-            self.tx = None;
+        let mut batch = std::mem::replace(&mut self.buf, Vec::with_capacity(BATCH));
+        if self.hub.lagging() {
+            batch = merge_deltas(batch);
         }
+        if let Err(error) = self.hub.publish(&self.run_id, batch).await
+            && self.failure.is_none()
+        {
+            tracing::error!(%error, "reserving event numbers failed: the run stops");
+            self.failure = Some(error);
+        }
+    }
+
+    /// Publishes what is queued once it is in the store (with everything before it): the
+    /// events that report how a run ended are durable before anyone sees them.
+    /// Whatever the store does, the events are shown to this process's watchers.
+    pub(crate) async fn flush_durable(&mut self) -> Result<(), StoreError> {
+        let batch = std::mem::take(&mut self.buf);
+        self.hub.publish_durable(&self.run_id, batch).await.map(|_| ())
+    }
+}
+
+/// Merges adjacent text, thinking and tool-argument deltas of the same block.
+fn merge_deltas(batch: Vec<(Option<Arc<str>>, AgentEvent)>) -> Vec<(Option<Arc<str>>, AgentEvent)> {
+    let mut out: Vec<(Option<Arc<str>>, AgentEvent)> = Vec::with_capacity(batch.len());
+    for (node, event) in batch {
+        if let Some((_, last)) = out.last_mut() {
+            let merged = match (last, &event) {
+                (
+                    AgentEvent::TextDelta { index: a, delta: into },
+                    AgentEvent::TextDelta { index: b, delta },
+                )
+                | (
+                    AgentEvent::ThinkingDelta { index: a, delta: into },
+                    AgentEvent::ThinkingDelta { index: b, delta },
+                )
+                | (
+                    AgentEvent::ToolcallDelta { index: a, delta: into },
+                    AgentEvent::ToolcallDelta { index: b, delta },
+                ) if a == b => {
+                    into.push_str(delta);
+                    true
+                }
+                _ => false,
+            };
+            if merged {
+                continue;
+            }
+        }
+        out.push((node, event));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adjacent_deltas_of_one_block_merge_and_nothing_else_does() {
+        let node = Some(Arc::<str>::from("think-0"));
+        let text = |index, delta: &str| AgentEvent::TextDelta { index, delta: delta.into() };
+        let batch = vec![
+            (node.clone(), text(0, "He")),
+            (node.clone(), text(0, "llo")),
+            (node.clone(), text(1, " wor")),
+            (node.clone(), AgentEvent::ThinkingDelta { index: 1, delta: "x".into() }),
+            (node.clone(), text(1, "ld")),
+            (node.clone(), text(1, "!")),
+        ];
+        let merged: Vec<AgentEvent> = merge_deltas(batch).into_iter().map(|(_, e)| e).collect();
+        assert_eq!(
+            merged,
+            vec![
+                text(0, "Hello"),
+                text(1, " wor"),
+                AgentEvent::ThinkingDelta { index: 1, delta: "x".into() },
+                text(1, "ld!"),
+            ]
+        );
     }
 }

@@ -20,7 +20,7 @@
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
 //! let provider = FauxProvider::new(FauxScript::new([FauxTurn::text("Hi there")]));
 //! let agent = Agent::builder(provider).build().unwrap();
-//! let session = agent.create_session(SessionOptions::default()).unwrap();
+//! let session = agent.create_session(SessionOptions::default()).await.unwrap();
 //! let (response, result) = agent.respond(&session, Input::text("Hello")).await.unwrap();
 //! assert_eq!(result.status, SessionStatus::Completed);
 //! assert_eq!(response.final_output, "Hi there");
@@ -32,6 +32,7 @@ mod catalog;
 mod deadline;
 mod error;
 mod execute;
+mod hub;
 mod machine;
 mod run;
 pub mod tool;
@@ -41,7 +42,9 @@ pub use agent::{
     DEFAULT_REMOTE_TOOL_TIMEOUT, DEFAULT_TOOL_TIMEOUT, SessionHandle, SessionOptions, ToolGate,
 };
 pub use error::{AgentError, ExecuteError};
-pub use execute::{AbortHandle, ExecuteResult, ExecuteStream, Sequenced, SequencedStream};
+pub use execute::{
+    AbortHandle, ExecuteResult, ExecuteStream, RecordStream, Sequenced, SequencedStream,
+};
 pub use tool::{
     FnTool, Tool, ToolContext, ToolEvent, ToolOutput, ToolOutputSink, ToolStream,
     parameters_schema, streaming_tool_fn, tool_fn,

@@ -74,34 +74,31 @@ impl Run {
                 }
                 Next::CallModel => progress = self.call_model().await,
                 Next::RunTools(calls) => progress = self.run_tools(calls).await,
-                Next::Suspend(status) => {
-                    let (pending, approvals) = {
-                        let state = self.session.lock();
-                        (state.session.pending_tool_calls(), state.session.pending_approvals())
-                    };
-                    let session_id = self.session_id.clone();
-                    if status == weft_core::SessionStatus::AwaitingApproval {
-                        self.emitter.emit(AgentEvent::ApprovalRequired {
-                            session_id: session_id.clone(),
-                            tool_calls: approvals,
-                        });
-                    }
-                    if !pending.is_empty() {
-                        self.emitter.emit(AgentEvent::AwaitingToolExecution {
-                            session_id,
-                            tool_calls: pending,
-                        });
-                    }
-                    break status;
-                }
-                Next::Finish(status) => break status,
+                Next::Suspend(status) | Next::Finish(status) => break status,
             }
+            self.checkpoint().await;
             self.emitter.pace().await;
         };
         self.finish(status).await
     }
 
-    /// Records the end of the run in the session, emits `session_end` and builds the result.
+    /// Saves what the last step changed (a boundary: a model call or a batch of tools ended).
+    /// A store that refuses or fails stops the run: it is aborted, and the error reported.
+    async fn checkpoint(&mut self) {
+        let failure = match self.session.save().await {
+            Err(error) => Some(error.to_string()),
+            Ok(()) => self.emitter.failure().map(ToString::to_string),
+        };
+        if let Some(error) = failure {
+            tracing::error!(session_id = %self.session_id, %error, "the session store failed: the run stops");
+            self.error.get_or_insert(format!("the session store failed: {error}"));
+            self.cancel.cancel();
+        }
+    }
+
+    /// Records the end of the run: the session's resting state is saved before anything
+    /// reports it (suspension events, `session_end`, the result), then the events are persisted
+    /// and the session takes new input.
     async fn finish(&mut self, status: SessionStatus) -> ExecuteResult {
         if status == SessionStatus::MaxTurns && self.error.is_none() {
             self.error = Some(format!(
@@ -113,18 +110,28 @@ impl Run {
             let mut state = self.session.lock();
             let s = &mut state.session;
             let steps = self.machine.end(s, status);
-            s.last_event_seq = self.emitter.seq() + 1;
-            s.version += 1;
-            s.updated_at = now_ms();
-            state.run = None;
-            let s = &state.session;
+            if self.session.shared.store.is_none() {
+                s.version += 1;
+                s.updated_at = now_ms();
+            }
             let messages = s.messages.get(self.start_len..).unwrap_or_default().to_vec();
             (messages, s.pending_tool_calls(), s.pending_approvals(), steps)
         };
-        if status == SessionStatus::AwaitingToolExecution
-            || (status == SessionStatus::AwaitingApproval && !pending_tool_calls.is_empty())
-        {
-            crate::deadline::watch(&self.agent, &self.session);
+        if let Err(error) = self.session.save().await {
+            tracing::error!(session_id = %self.session_id, %error, "saving the run's end failed");
+            self.error.get_or_insert(format!("the session store failed: {error}"));
+        }
+        if status == SessionStatus::AwaitingApproval {
+            self.emitter.emit(AgentEvent::ApprovalRequired {
+                session_id: self.session_id.clone(),
+                tool_calls: pending_approvals.clone(),
+            });
+        }
+        if status.is_suspended() && !pending_tool_calls.is_empty() {
+            self.emitter.emit(AgentEvent::AwaitingToolExecution {
+                session_id: self.session_id.clone(),
+                tool_calls: pending_tool_calls.clone(),
+            });
         }
         let (mut usage, mut cost) = (Usage::default(), Cost::default());
         for message in &messages {
@@ -140,7 +147,23 @@ impl Run {
             usage,
             cost,
         });
-        self.emitter.flush().await;
+        if let Err(error) = self.emitter.flush_durable().await {
+            // This process's watchers have the events all the same; the store may miss them.
+            tracing::error!(session_id = %self.session_id, %error, "persisting the run's events failed");
+        }
+        let hub = Arc::clone(self.emitter.hub());
+        // The log first, then the session: a run started right after sees this one ended.
+        hub.end_run();
+        {
+            let mut state = self.session.lock();
+            state.session.last_event_seq = hub.last_seq();
+            state.run = None;
+        }
+        if status == SessionStatus::AwaitingToolExecution
+            || (status == SessionStatus::AwaitingApproval && !pending_tool_calls.is_empty())
+        {
+            crate::deadline::watch(&self.agent, &self.session);
+        }
         ExecuteResult {
             session_id: self.session_id.clone(),
             status,

@@ -47,7 +47,7 @@ async fn text_only_run() {
         .with_chunk_size(3)
         .with_usage(12, 7)]);
     let agent = weather_agent(provider.clone());
-    let session = agent.create_session(SessionOptions::default()).unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
     let (events, result) = run(&agent, &session, Input::text("Hi")).await;
 
     let thinking_deltas = "The user greets me.".chars().count().div_ceil(3);
@@ -105,7 +105,7 @@ async fn one_tool_call_then_final_answer() {
         FauxTurn::text("It is sunny in Paris.").with_chunk_size(100),
     ]);
     let agent = weather_agent(provider.clone());
-    let session = agent.create_session(SessionOptions::default()).unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
     let (events, result) = run(&agent, &session, Input::text("Weather in Paris?")).await;
 
     let args_len = json!({"city": "Paris"}).to_string().len();
@@ -193,10 +193,10 @@ async fn sequence_numbers_are_monotonic_over_the_sessions_life() {
     use futures::StreamExt;
     let provider = Recording::new([FauxTurn::text("one"), FauxTurn::text("two")]);
     let agent = weather_agent(provider);
-    let session = agent.create_session(SessionOptions::default()).unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
     let mut seqs = Vec::new();
     for prompt in ["a", "b"] {
-        let mut stream = agent.execute(&session, Input::text(prompt)).unwrap().sequenced();
+        let mut stream = agent.execute(&session, Input::text(prompt)).await.unwrap().sequenced();
         while let Some((seq, _)) = stream.next().await {
             seqs.push(seq);
         }

@@ -83,7 +83,7 @@ async fn invalid_arguments_unknown_tool_panic_and_timeout_are_error_results() {
         )
         .build()
         .unwrap();
-    let session = agent.create_session(SessionOptions::default()).unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
     let (events, result) = run(&agent, &session, Input::text("go")).await;
 
     assert_eq!(result.status, SessionStatus::Completed, "the run continues");
@@ -131,7 +131,7 @@ async fn local_calls_run_concurrently_and_results_keep_the_models_order() {
         }))
         .build()
         .unwrap();
-    let session = agent.create_session(SessionOptions::default()).unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
     let (events, result) = run(&agent, &session, Input::text("go")).await;
     // The fast call ended first: they ran at the same time.
     let ends: Vec<_> = events
@@ -156,8 +156,8 @@ async fn abort_during_text_streaming_keeps_the_partial_text() {
         FauxTurn::text("Again!"),
     ]);
     let agent = Agent::builder(provider.clone()).build().unwrap();
-    let session = agent.create_session(SessionOptions::default()).unwrap();
-    let mut stream = agent.execute(&session, Input::text("Tell me a story")).unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
+    let mut stream = agent.execute(&session, Input::text("Tell me a story")).await.unwrap();
     let mut events = Vec::new();
     // Read until the whole text has streamed (the model then stalls), then abort.
     let mut text = String::new();
@@ -213,8 +213,8 @@ async fn abort_during_a_tool_cancels_it_and_makes_no_further_model_call() {
         }))
         .build()
         .unwrap();
-    let session = agent.create_session(SessionOptions::default()).unwrap();
-    let mut stream = agent.execute(&session, Input::text("crawl")).unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
+    let mut stream = agent.execute(&session, Input::text("crawl")).await.unwrap();
     let mut events = Vec::new();
     while let Some(event) = stream.next().await {
         if matches!(&event, AgentEvent::ToolExecutionDelta { delta, .. } if delta == "page 1\n") {
@@ -263,7 +263,7 @@ async fn provider_error_mid_stream_keeps_the_partial_and_runs_no_tools() {
         }))
         .build()
         .unwrap();
-    let session = agent.create_session(SessionOptions::default()).unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
     let (events, result) = run(&agent, &session, Input::text("go")).await;
     assert_eq!(result.status, SessionStatus::Error);
     assert_eq!(result.error.as_deref(), Some("overloaded"));
@@ -284,7 +284,7 @@ async fn provider_error_mid_stream_keeps_the_partial_and_runs_no_tools() {
 async fn running_out_of_script_is_an_error_status_not_a_panic() {
     let provider = Recording::new([]);
     let agent = Agent::builder(provider).build().unwrap();
-    let session = agent.create_session(SessionOptions::default()).unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
     let (_, result) = run(&agent, &session, Input::text("hi")).await;
     assert_eq!(result.status, SessionStatus::Error);
     assert!(result.error.unwrap().contains("no turn left"));
@@ -302,7 +302,7 @@ async fn max_turns_stops_a_tool_loop() {
         .max_turns(3)
         .build()
         .unwrap();
-    let session = agent.create_session(SessionOptions::default()).unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
     let (_, result) = run(&agent, &session, Input::text("loop")).await;
     assert_eq!(result.status, SessionStatus::MaxTurns);
     assert_eq!(provider.calls(), 3);
@@ -326,7 +326,7 @@ async fn steps_trace_every_model_call() {
         }))
         .build()
         .unwrap();
-    let session = agent.create_session(SessionOptions::default()).unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
     let (events, result) = run(&agent, &session, Input::text("count")).await;
     let steps = &result.steps;
     assert_eq!(steps.len(), 2);
@@ -410,6 +410,7 @@ async fn hooks_rewrite_the_context_and_block_calls() {
             messages: vec![Message::User(weft_core::UserMessage::text("earlier"))],
             ..Default::default()
         })
+        .await
         .unwrap();
     let (_, result) = run(&agent, &session, Input::text("now")).await;
     assert_eq!(result.status, SessionStatus::Completed);
@@ -438,11 +439,11 @@ async fn hooks_rewrite_the_context_and_block_calls() {
 async fn a_running_session_refuses_a_second_run() {
     let provider = Recording::new([FauxTurn::text("slow").stalled()]);
     let agent = Agent::builder(provider).build().unwrap();
-    let session = agent.create_session(SessionOptions::default()).unwrap();
-    let stream = agent.execute(&session, Input::text("one")).unwrap();
-    let err = agent.execute(&session, Input::text("two")).err().unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
+    let stream = agent.execute(&session, Input::text("one")).await.unwrap();
+    let err = agent.execute(&session, Input::text("two")).await.err().unwrap();
     assert_eq!(err, weft_agent::ExecuteError::AlreadyRunning(session.id()));
-    assert!(session.abort());
+    assert!(session.abort().await);
     let result = stream.result().await;
     assert_eq!(result.status, SessionStatus::Aborted);
 }
@@ -452,8 +453,8 @@ async fn a_dropped_stream_does_not_stop_the_run() {
     let provider =
         Recording::new([FauxTurn::text("first part").with_delay_ms(2), FauxTurn::text("second")]);
     let agent = Agent::builder(provider).build().unwrap();
-    let session = agent.create_session(SessionOptions::default()).unwrap();
-    drop(agent.execute(&session, Input::text("go")).unwrap());
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
+    drop(agent.execute(&session, Input::text("go")).await.unwrap());
     for _ in 0..200 {
         if session.status() != SessionStatus::Running {
             break;
@@ -484,7 +485,7 @@ impl AgentHooks for PanicsOnce {
 async fn a_panicking_hook_ends_the_run_in_error_and_frees_the_session() {
     let provider = Recording::new([FauxTurn::text("fine now")]);
     let agent = Agent::builder(provider).hooks(PanicsOnce(AtomicBool::new(false))).build().unwrap();
-    let session = agent.create_session(SessionOptions::default()).unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
     let (_, result) = run(&agent, &session, Input::text("first")).await;
     assert_eq!(result.status, SessionStatus::Error);
     assert_eq!(result.error.as_deref(), Some("the run stopped unexpectedly: hook bug"));

@@ -51,6 +51,7 @@ async fn remote_tool_suspends_and_a_result_resumes() {
     let agent = counting_agent(provider.clone(), Arc::default(), false);
     let session = agent
         .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .await
         .unwrap();
 
     let (events, result) = run(&agent, &session, Input::text("What is the title?")).await;
@@ -75,12 +76,12 @@ async fn remote_tool_suspends_and_a_result_resumes() {
     // A result for a call that does not exist is refused and changes nothing.
     let before = session.snapshot();
     let bogus = ToolResultMessage::new("no-such-call", "read_page", "x", false);
-    let err = agent.execute(&session, Input::ToolResults(vec![bogus])).err().unwrap();
+    let err = agent.execute(&session, Input::ToolResults(vec![bogus])).await.err().unwrap();
     assert_eq!(err, ExecuteError::UnknownToolCall("no-such-call".into()));
     assert_eq!(err.to_string(), "no pending tool call has id \"no-such-call\"");
     assert_eq!(session.snapshot(), before);
     // So is a user message while the call waits.
-    let err = agent.execute(&session, Input::text("hello?")).err().unwrap();
+    let err = agent.execute(&session, Input::text("hello?")).await.err().unwrap();
     assert!(matches!(err, ExecuteError::AwaitingToolCalls { .. }), "{err}");
     assert_eq!(session.snapshot(), before);
 
@@ -132,6 +133,7 @@ async fn mixed_turn_runs_the_local_call_and_waits_for_the_remote_one() {
     let agent = counting_agent(provider.clone(), runs.clone(), false);
     let session = agent
         .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .await
         .unwrap();
     let (events, result) = run(&agent, &session, Input::text("go")).await;
     assert_eq!(result.status, SessionStatus::AwaitingToolExecution);
@@ -175,7 +177,7 @@ async fn approval_denied_then_granted() {
         FauxTurn::text("Deleted the cache."),
     ]);
     let agent = counting_agent(provider.clone(), runs.clone(), true);
-    let session = agent.create_session(SessionOptions::default()).unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
 
     let (events, result) = run(&agent, &session, Input::text("clean up")).await;
     assert_eq!(result.status, SessionStatus::AwaitingApproval);
@@ -189,6 +191,7 @@ async fn approval_denied_then_granted() {
     // An approval for an unknown call is refused.
     let err = agent
         .execute(&session, Input::Approvals { approvals: vec![ApprovalDecision::approve("nope")] })
+        .await
         .err()
         .unwrap();
     assert_eq!(err, ExecuteError::UnknownApproval("nope".into()));
@@ -232,6 +235,7 @@ async fn an_approval_policy_and_an_approved_remote_call() {
         .unwrap();
     let session = agent
         .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .await
         .unwrap();
     let (_, result) = run(&agent, &session, Input::text("read")).await;
     assert_eq!(result.status, SessionStatus::AwaitingApproval);
@@ -254,10 +258,11 @@ async fn aborting_a_suspended_session_answers_its_calls_and_frees_it() {
     let agent = counting_agent(provider.clone(), Arc::default(), false);
     let session = agent
         .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .await
         .unwrap();
     let (_, result) = run(&agent, &session, Input::text("go")).await;
     assert_eq!(result.status, SessionStatus::AwaitingToolExecution);
-    assert!(session.abort());
+    assert!(session.abort().await);
     assert_eq!(session.status(), SessionStatus::Aborted);
     let Some(Message::ToolResult(r)) = session.snapshot().messages.last().cloned() else {
         panic!("the waiting call was not answered")
@@ -265,7 +270,7 @@ async fn aborting_a_suspended_session_answers_its_calls_and_frees_it() {
     assert!(r.is_error);
     let (_, result) = run(&agent, &session, Input::text("never mind")).await;
     assert_eq!(result.status, SessionStatus::Completed);
-    assert!(!session.abort(), "nothing left to abort");
+    assert!(!session.abort().await, "nothing left to abort");
 }
 
 #[tokio::test]
@@ -280,6 +285,7 @@ async fn an_unanswered_remote_call_times_out_and_the_run_goes_on() {
         .unwrap();
     let session = agent
         .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .await
         .unwrap();
     let (_, result) = run(&agent, &session, Input::text("title?")).await;
     assert_eq!(result.status, SessionStatus::AwaitingToolExecution);
@@ -310,6 +316,7 @@ async fn a_result_before_the_deadline_wins() {
         .unwrap();
     let session = agent
         .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .await
         .unwrap();
     let (_, result) = run(&agent, &session, Input::text("title?")).await;
     let call = result.pending_tool_calls[0].clone();
@@ -331,6 +338,7 @@ async fn a_result_for_a_call_answered_already_is_refused_and_changes_nothing() {
     let agent = counting_agent(provider.clone(), Arc::default(), false);
     let session = agent
         .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .await
         .unwrap();
     let (_, first) = run(&agent, &session, Input::text("Read two headings")).await;
     let call = first.pending_tool_calls[0].clone();
@@ -341,7 +349,7 @@ async fn a_result_for_a_call_answered_already_is_refused_and_changes_nothing() {
     // The first call was answered in an earlier turn: the same answer again is refused.
     let before = session.snapshot();
     let again = ToolResultMessage::ok(&call, "A");
-    let err = agent.execute(&session, Input::ToolResults(vec![again])).err().unwrap();
+    let err = agent.execute(&session, Input::ToolResults(vec![again])).await.err().unwrap();
     assert_eq!(err, ExecuteError::AlreadyAnswered(call.id.clone()));
     assert_eq!(err.to_string(), format!("tool call {:?} was answered already", call.id));
     assert_eq!(session.snapshot(), before, "a refused answer changes nothing");
@@ -359,6 +367,7 @@ async fn max_turns_counts_model_calls_across_the_resumes_of_one_run() {
     let agent = Agent::builder(provider.clone()).max_turns(2).build().unwrap();
     let session = agent
         .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .await
         .unwrap();
     let (events, first) = run(&agent, &session, Input::text("Read headings")).await;
     let run_id = |events: &[AgentEvent]| match events.first() {

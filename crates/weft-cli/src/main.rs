@@ -410,9 +410,11 @@ fn run_command(args: RunArgs) -> Result<(), Failure> {
         let agent = &setup.agent;
         let session = agent
             .create_session(SessionOptions::default())
+            .await
             .map_err(|e| Failure::usage(&e.into()))?;
         let mut stream = agent
             .execute(&session, Input::text(args.prompt.clone()))
+            .await
             .map_err(|e| Failure::run(format!("cannot start the run: {e}")))?;
         let abort = stream.abort_handle();
         let mut spinner = Spinner::for_stderr();

@@ -87,12 +87,14 @@ pub async fn play(script: FauxScript) -> Vec<AgentEvent> {
     );
     let session = agent
         .create_session(SessionOptions { tools: vec![remote], ..Default::default() })
+        .await
         .unwrap_or_else(|e| panic!("session: {e}"));
     let mut events = Vec::new();
     let mut input = Input::text("go");
     for round in 0..8 {
         let (mut run, result) = agent
             .execute(&session, input)
+            .await
             .unwrap_or_else(|e| panic!("input refused: {e}"))
             .collect_all()
             .await;

@@ -51,7 +51,7 @@ fn agent(turns: Vec<FauxTurn>) -> Agent {
         .unwrap_or_else(|e| panic!("scenario agent: {e}"))
 }
 
-fn session(agent: &Agent) -> SessionHandle {
+async fn session(agent: &Agent) -> SessionHandle {
     let read_page = ToolSpec::new(
         "read_page",
         "Reads the page open in the user's browser",
@@ -63,12 +63,14 @@ fn session(agent: &Agent) -> SessionHandle {
             tools: vec![read_page],
             ..Default::default()
         })
+        .await
         .unwrap_or_else(|e| panic!("scenario session: {e}"))
 }
 
 async fn run(agent: &Agent, session: &SessionHandle, input: Input, out: &mut Vec<AgentEvent>) {
     let (events, _) = agent
         .execute(session, input)
+        .await
         .unwrap_or_else(|e| panic!("scenario input refused: {e}"))
         .collect_all()
         .await;
@@ -86,7 +88,7 @@ pub async fn scenario(name: &str) -> Vec<AgentEvent> {
                     .with_chunk_size(8)
                     .with_usage(25, 12),
             ]);
-            let s = session(&a);
+            let s = session(&a).await;
             run(&a, &s, Input::text("What is the capital of France?"), &mut events).await;
         }
         "tool_call" => {
@@ -97,7 +99,7 @@ pub async fn scenario(name: &str) -> Vec<AgentEvent> {
                     .with_usage(40, 20),
                 FauxTurn::text("Two documents mention it.").with_chunk_size(12).with_usage(60, 8),
             ]);
-            let s = session(&a);
+            let s = session(&a).await;
             run(&a, &s, Input::text("Where is streaming described?"), &mut events).await;
         }
         "remote_suspension" => {
@@ -107,7 +109,7 @@ pub async fn scenario(name: &str) -> Vec<AgentEvent> {
                     .with_chunk_size(9),
                 FauxTurn::text("The headline is Weft.").with_chunk_size(11),
             ]);
-            let s = session(&a);
+            let s = session(&a).await;
             run(&a, &s, Input::text("What is the headline?"), &mut events).await;
             let call = s.pending_tool_calls().remove(0);
             let result = ToolResultMessage::ok(&call, "Weft");
@@ -118,7 +120,7 @@ pub async fn scenario(name: &str) -> Vec<AgentEvent> {
                 FauxTurn::tool_call("delete_file", json!({"path": "/tmp/cache"})),
                 FauxTurn::text("The cache is gone.").with_chunk_size(10),
             ]);
-            let s = session(&a);
+            let s = session(&a).await;
             run(&a, &s, Input::text("Clear the cache."), &mut events).await;
             let call = s.pending_approvals().remove(0);
             run(&a, &s, Input::approve(call.id), &mut events).await;
@@ -127,14 +129,16 @@ pub async fn scenario(name: &str) -> Vec<AgentEvent> {
             let a = agent(vec![
                 FauxTurn::text("I was about to").with_chunk_size(6).with_error("overloaded"),
             ]);
-            let s = session(&a);
+            let s = session(&a).await;
             run(&a, &s, Input::text("Say something."), &mut events).await;
         }
         "abort" => {
             let a = agent(vec![FauxTurn::text("Once upon a time").with_chunk_size(5).stalled()]);
-            let s = session(&a);
-            let mut stream =
-                a.execute(&s, Input::text("Tell me a story.")).unwrap_or_else(|e| panic!("{e}"));
+            let s = session(&a).await;
+            let mut stream = a
+                .execute(&s, Input::text("Tell me a story."))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
             let mut text = String::new();
             while let Some(event) = stream.next().await {
                 if let AgentEvent::TextDelta { delta, .. } = &event {
@@ -156,7 +160,7 @@ pub async fn scenario(name: &str) -> Vec<AgentEvent> {
                     .with_thinking("Both searches agree.")
                     .with_chunk_size(16),
             ]);
-            let s = session(&a);
+            let s = session(&a).await;
             run(&a, &s, Input::text("Find suspend and resume."), &mut events).await;
         }
         other => panic!("no scenario named {other}"),

@@ -16,9 +16,9 @@ async fn usage_near_u64_max_saturates_through_the_run_and_every_format() {
         FauxTurn::text("done").with_usage(u64::MAX, u64::MAX),
     ]);
     let agent = Agent::builder(FauxProvider::new(script)).build().unwrap();
-    let session = agent.create_session(SessionOptions::default()).unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
     let events: Vec<(u64, AgentEvent)> =
-        agent.execute(&session, Input::text("go")).unwrap().sequenced().collect().await;
+        agent.execute(&session, Input::text("go")).await.unwrap().sequenced().collect().await;
     let Some((_, AgentEvent::SessionEnd { status, usage, .. })) = events.last() else {
         panic!("no session_end")
     };

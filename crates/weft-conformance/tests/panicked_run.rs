@@ -53,9 +53,9 @@ fn closing(protocol: Protocol, frames: &[Frame]) -> String {
 #[tokio::test]
 async fn a_panicking_run_ends_every_stream_with_its_closing_frame() {
     let agent = Agent::builder(PanicsMidStream).build().unwrap();
-    let session = agent.create_session(SessionOptions::default()).unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
     let events: Vec<(u64, AgentEvent)> =
-        agent.execute(&session, Input::text("go")).unwrap().sequenced().collect().await;
+        agent.execute(&session, Input::text("go")).await.unwrap().sequenced().collect().await;
     let kinds: Vec<&str> = events.iter().map(|(_, e)| e.kind()).collect();
     assert_eq!(kinds.first(), Some(&"session_start"));
     assert!(kinds.contains(&"text_delta"), "events before the panic are delivered: {kinds:?}");
@@ -93,6 +93,6 @@ async fn a_panicking_run_ends_every_stream_with_its_closing_frame() {
 
     // The next run numbers its events after the panicked run's: no id is given out twice.
     let next: Vec<(u64, AgentEvent)> =
-        agent.execute(&session, Input::text("again")).unwrap().sequenced().collect().await;
+        agent.execute(&session, Input::text("again")).await.unwrap().sequenced().collect().await;
     assert_eq!(next.first().map(|(s, _)| *s), Some(last_seq + 1));
 }

@@ -382,7 +382,7 @@ impl Session {
 
     /// The session a store loaded.
     pub fn from_stored(stored: StoredSession) -> Self {
-        let StoredSession { head, messages, run, last_seq, reserved_seq } = stored;
+        let StoredSession { head, messages, run, last_seq, .. } = stored;
         Self {
             id: head.id,
             status: head.status,
@@ -396,7 +396,7 @@ impl Session {
             run,
             options: head.options,
             version: head.version,
-            last_event_seq: last_seq.max(reserved_seq),
+            last_event_seq: last_seq,
             step_count: head.step_count,
             created_at: head.created_at,
             updated_at: head.updated_at,

@@ -49,7 +49,7 @@ pub async fn run(
     session: &SessionHandle,
     input: impl Into<Input>,
 ) -> (Vec<AgentEvent>, ExecuteResult) {
-    agent.execute(session, input).expect("input accepted").collect_all().await
+    agent.execute(session, input).await.expect("input accepted").collect_all().await
 }
 
 /// The `type` tags of `events`.

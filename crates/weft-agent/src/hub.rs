@@ -1,0 +1,475 @@
+//! The session's event log in this process: where events are numbered, kept, persisted and
+//! fanned out to any number of watchers.
+//!
+//! - **Numbering.** Every event of a session gets its `seq` here, and only here. Numbers are
+//!   taken from blocks reserved durably in the store ([`SessionStore::reserve_seqs`]), so a
+//!   process that dies after showing an event nobody stored yet can never lead another process
+//!   to give that number to a different event: numbering there goes on above the reservation.
+//! - **Keeping.** Published events stay in memory until the store has them, and a window of the
+//!   most recent ones after that, so watchers close behind are served from memory.
+//! - **Persisting.** A persister task writes what is new in batches (group commit): when woken,
+//!   at most every [`PERSIST_EVERY`]; a barrier ([`Hub::persist`]) waits until everything
+//!   published so far is stored. Nothing waits for a watcher.
+//! - **Watching.** [`Hub::subscribe`] gives the events after a seq: from memory when they are
+//!   still there, from the store otherwise, then live ones as they are published, with no gap
+//!   and no duplicate at the hand-over. A watcher that falls behind reads the store and never
+//!   slows the run; one that never reads costs nothing.
+//!
+//! Without a store (sessions kept in memory only) numbers are this process's own, nothing is
+//! persisted, and the hub keeps the events of the current (or last) run for its watchers.
+//!
+//! The hub's lock guards short synchronous updates only, never an await.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures::Stream;
+use tokio::sync::{Notify, watch};
+use weft_core::{AgentEvent, EventRecord, SessionStatus, SessionStore, StoreError, now_ms};
+
+/// How many sequence numbers are reserved in the store at a time.
+const RESERVE_BLOCK: u64 = 4096;
+/// How many persisted events stay in memory for watchers close behind.
+const RETAIN: usize = 4096;
+/// How long a published event may wait before the persister writes it.
+pub(crate) const PERSIST_EVERY: Duration = Duration::from_millis(50);
+/// How many events one read from the store returns at most.
+const READ_PAGE: usize = 1024;
+/// Unpersisted events beyond which adjacent deltas are merged before numbering.
+pub(crate) const LAG_EVENTS: usize = 16 * 1024;
+/// How long a watcher of a run in another process waits on the store before looking again.
+const REMOTE_WAIT: Duration = Duration::from_secs(15);
+
+/// One session's log in this process. See the [module docs](self).
+pub(crate) struct Hub {
+    session_id: Arc<str>,
+    store: Option<Arc<dyn SessionStore>>,
+    state: Mutex<HubState>,
+    /// Woken when events are published or a run ends (watchers).
+    published: Notify,
+    /// Woken when there is something to persist (the persister).
+    pending: Arc<Notify>,
+    /// The highest seq the store has from this hub.
+    persisted: watch::Sender<u64>,
+}
+
+struct HubState {
+    /// Published events in seq order: all that are not persisted yet, and the last few that are.
+    events: VecDeque<Arc<EventRecord>>,
+    /// The seq of the last event numbered (0: none).
+    last_seq: u64,
+    /// The highest seq reserved in the store.
+    reserved: u64,
+    /// Everything up to here is in the store.
+    persisted: u64,
+    /// A run of this process is publishing here.
+    live: bool,
+    /// The persister task is running.
+    persister: bool,
+    /// The last store failure, until a write succeeds again.
+    failure: Option<StoreError>,
+}
+
+impl Hub {
+    /// The hub of a session whose stored log ends at `last_seq`. Numbers reserved by an
+    /// earlier process are not this hub's to use: its first publish reserves anew, above them.
+    pub(crate) fn new(
+        session_id: &str,
+        store: Option<Arc<dyn SessionStore>>,
+        last_seq: u64,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            session_id: Arc::from(session_id),
+            store,
+            state: Mutex::new(HubState {
+                events: VecDeque::new(),
+                last_seq,
+                reserved: last_seq,
+                persisted: last_seq,
+                live: false,
+                persister: false,
+                failure: None,
+            }),
+            published: Notify::new(),
+            pending: Arc::new(Notify::new()),
+            persisted: watch::channel(last_seq).0,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HubState> {
+        // Updates are short and leave the state consistent at every step.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The seq of the last event numbered.
+    pub(crate) fn last_seq(&self) -> u64 {
+        self.lock().last_seq
+    }
+
+    /// Whether the store is far enough behind that deltas should be merged before numbering.
+    pub(crate) fn lagging(&self) -> bool {
+        let state = self.lock();
+        state.events.len() > LAG_EVENTS && state.last_seq - state.persisted > LAG_EVENTS as u64
+    }
+
+    /// A run of this process starts publishing: the persister runs until it ends.
+    pub(crate) fn start_run(self: &Arc<Self>) {
+        let spawn = {
+            let mut state = self.lock();
+            state.live = true;
+            if self.store.is_none() {
+                // Nothing else keeps older runs' events: the current run's are enough.
+                state.events.clear();
+                return;
+            }
+            !std::mem::replace(&mut state.persister, true)
+        };
+        if spawn {
+            tokio::spawn(persister(Arc::clone(self)));
+        }
+    }
+
+    /// The run ended (its last event is published): watchers following it may stop.
+    pub(crate) fn end_run(&self) {
+        self.lock().live = false;
+        self.published.notify_waiters();
+        self.pending.notify_one();
+    }
+
+    /// Numbers `events` (each with its node id) and makes them visible, reserving numbers in the
+    /// store when needed. Returns the seq of the last one.
+    pub(crate) async fn publish(
+        &self,
+        run_id: &Arc<str>,
+        events: Vec<(Option<Arc<str>>, AgentEvent)>,
+    ) -> Result<u64, StoreError> {
+        if events.is_empty() {
+            return Ok(self.last_seq());
+        }
+        // Events are never lost: should the store fail to reserve numbers, they are still
+        // numbered and shown to this process's watchers, and the failure is reported.
+        let reserved = self.reserve(events.len() as u64).await;
+        let last = self.show(run_id, events);
+        self.pending.notify_one();
+        reserved.map(|()| last)
+    }
+
+    /// Numbers `events`, adds them to memory and wakes the watchers.
+    fn show(&self, run_id: &Arc<str>, events: Vec<(Option<Arc<str>>, AgentEvent)>) -> u64 {
+        let last = {
+            let mut state = self.lock();
+            let records = self.number(&state, run_id, events);
+            state.last_seq = records.last().map_or(state.last_seq, |r| r.seq);
+            state.events.extend(records);
+            state.last_seq
+        };
+        self.published.notify_waiters();
+        last
+    }
+
+    /// Like [`publish`](Self::publish), but the events are in the store before anyone sees
+    /// them (and so is everything published before): for the events that report a run's end.
+    pub(crate) async fn publish_durable(
+        &self,
+        run_id: &Arc<str>,
+        events: Vec<(Option<Arc<str>>, AgentEvent)>,
+    ) -> Result<u64, StoreError> {
+        let Some(store) = self.store.clone() else { return self.publish(run_id, events).await };
+        if events.is_empty() {
+            return Ok(self.last_seq());
+        }
+        let ready = match self.persist().await {
+            Ok(()) => self.reserve(events.len() as u64).await,
+            Err(error) => Err(error),
+        };
+        if let Err(error) = ready {
+            self.show(run_id, events);
+            return Err(error);
+        }
+        // Numbered without being shown: the run is the hub's only publisher, so nothing else
+        // takes these numbers while they are written.
+        let records = {
+            let state = self.lock();
+            self.number(&state, run_id, events)
+        };
+        let written = store.append_events(&self.session_id, records.clone()).await;
+        let last = {
+            let mut state = self.lock();
+            state.last_seq = records.last().map_or(state.last_seq, |r| r.seq);
+            state.events.extend(records);
+            state.last_seq
+        };
+        match written {
+            Ok(()) => self.persisted_up_to(last),
+            // Shown all the same; the persister tries them again.
+            Err(_) => self.pending.notify_one(),
+        }
+        self.published.notify_waiters();
+        written.map(|()| last)
+    }
+
+    /// Makes sure numbers are reserved for `count` more events.
+    async fn reserve(&self, count: u64) -> Result<(), StoreError> {
+        let Some(store) = &self.store else { return Ok(()) };
+        let short = {
+            let state = self.lock();
+            (state.last_seq + count).saturating_sub(state.reserved)
+        };
+        if short == 0 {
+            return Ok(());
+        }
+        let block = short.max(RESERVE_BLOCK);
+        let first = store.reserve_seqs(&self.session_id, block).await?;
+        let mut state = self.lock();
+        // Numbering goes on above everything reserved, in any process.
+        if first > state.last_seq + 1 {
+            state.last_seq = first - 1;
+        }
+        state.reserved = state.reserved.max(first + block - 1);
+        Ok(())
+    }
+
+    /// The records of `events`, numbered after the last seq.
+    fn number(
+        &self,
+        state: &HubState,
+        run_id: &Arc<str>,
+        events: Vec<(Option<Arc<str>>, AgentEvent)>,
+    ) -> Vec<Arc<EventRecord>> {
+        let at = now_ms();
+        let mut seq = state.last_seq;
+        events
+            .into_iter()
+            .map(|(node_id, event)| {
+                seq += 1;
+                Arc::new(EventRecord {
+                    session_id: Arc::clone(&self.session_id),
+                    run_id: Arc::clone(run_id),
+                    seq,
+                    node_id,
+                    at,
+                    event,
+                })
+            })
+            .collect()
+    }
+
+    /// Waits until everything published so far is in the store.
+    pub(crate) async fn persist(&self) -> Result<(), StoreError> {
+        if self.store.is_none() {
+            return Ok(());
+        }
+        let target = self.last_seq();
+        let mut persisted = self.persisted.subscribe();
+        loop {
+            if *persisted.borrow_and_update() >= target {
+                return Ok(());
+            }
+            if let Some(failure) = self.lock().failure.clone() {
+                return Err(failure);
+            }
+            self.pending.notify_one();
+            // The persister reports every write, failed or not, through the watch.
+            if persisted.changed().await.is_err() {
+                return Err(StoreError::Backend("the event persister stopped".into()));
+            }
+        }
+    }
+
+    /// The events with seq above `after_seq`: stored ones, then live ones as they come. With
+    /// `follow_run`, the stream ends after the run under way (or the last one) has ended:
+    /// after a `session_end`, or at once when no run is under way and nothing newer exists.
+    pub(crate) fn subscribe(
+        self: &Arc<Self>,
+        after_seq: u64,
+        follow_run: bool,
+    ) -> impl Stream<Item = Arc<EventRecord>> + Send + 'static {
+        let hub = Arc::clone(self);
+        async_stream::stream! {
+            let mut next = after_seq + 1;
+            loop {
+                // Registered before looking, so a publish after the look wakes us.
+                let published = hub.published.notified();
+                tokio::pin!(published);
+                published.as_mut().enable();
+                let (batch, in_memory, live, last) = hub.take_from_memory(next);
+                if !batch.is_empty() {
+                    let mut ended = false;
+                    for record in batch {
+                        next = record.seq + 1;
+                        ended = follow_run && matches!(record.event, AgentEvent::SessionEnd { .. });
+                        yield record;
+                        if ended {
+                            break;
+                        }
+                    }
+                    if ended {
+                        return;
+                    }
+                    continue;
+                }
+                if !in_memory && next <= last && let Some(store) = &hub.store {
+                    // Trimmed from memory: read the store.
+                    match store.read_events(&hub.session_id, next - 1, READ_PAGE).await {
+                        Ok(records) if !records.is_empty() => {
+                            for record in records {
+                                let ended = follow_run
+                                    && matches!(record.event, AgentEvent::SessionEnd { .. });
+                                next = record.seq + 1;
+                                yield record;
+                                if ended {
+                                    return;
+                                }
+                            }
+                        }
+                        // A gap (numbers reserved by a process that died): skip to memory.
+                        Ok(_) => next = hub.first_in_memory().unwrap_or(last + 1).max(next),
+                        Err(error) => {
+                            tracing::warn!(session_id = %hub.session_id, %error, "reading events failed");
+                            tokio::time::sleep(PERSIST_EVERY).await;
+                        }
+                    }
+                    continue;
+                }
+                if live {
+                    published.await;
+                    continue;
+                }
+                // No run of this process is under way: another process may be running one.
+                match hub.remote_tail(next).await {
+                    RemoteTail::Events(records) => {
+                        for record in records {
+                            let ended =
+                                follow_run && matches!(record.event, AgentEvent::SessionEnd { .. });
+                            next = record.seq + 1;
+                            yield record;
+                            if ended {
+                                return;
+                            }
+                        }
+                    }
+                    RemoteTail::Wait => {}
+                    RemoteTail::End => return,
+                }
+            }
+        }
+    }
+
+    /// Up to a page of events from `next` on, if memory still has `next`; whether it has;
+    /// whether a run is live here; the last seq.
+    fn take_from_memory(&self, next: u64) -> (Vec<Arc<EventRecord>>, bool, bool, u64) {
+        let state = self.lock();
+        let first = state.events.front().map_or(state.last_seq + 1, |r| r.seq);
+        if next < first {
+            return (Vec::new(), false, state.live, state.last_seq);
+        }
+        // Seqs in memory are consecutive except across a reservation gap: find `next`'s place.
+        let start = state.events.partition_point(|r| r.seq < next);
+        let batch = state.events.range(start..).take(READ_PAGE).cloned().collect();
+        (batch, true, state.live, state.last_seq)
+    }
+
+    fn first_in_memory(&self) -> Option<u64> {
+        self.lock().events.front().map(|r| r.seq)
+    }
+
+    /// Events of a run another process may be executing: what the store has after `next - 1`,
+    /// or a wait for more, or the end when the session is not running.
+    async fn remote_tail(&self, next: u64) -> RemoteTail {
+        let Some(store) = &self.store else { return RemoteTail::End };
+        match store.read_events(&self.session_id, next - 1, READ_PAGE).await {
+            Ok(records) if !records.is_empty() => return RemoteTail::Events(records),
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(session_id = %self.session_id, %error, "reading events failed");
+                tokio::time::sleep(PERSIST_EVERY).await;
+                return RemoteTail::Wait;
+            }
+        }
+        let running = match store.head(&self.session_id).await {
+            Ok(Some(head)) => head.status == SessionStatus::Running,
+            Ok(None) => false,
+            Err(_) => true,
+        };
+        if !running {
+            return RemoteTail::End;
+        }
+        match store.wait_events(&self.session_id, next - 1, REMOTE_WAIT).await {
+            Ok(_) => RemoteTail::Wait,
+            Err(_) => {
+                tokio::time::sleep(PERSIST_EVERY).await;
+                RemoteTail::Wait
+            }
+        }
+    }
+
+    /// The events not yet persisted.
+    fn unpersisted(&self) -> Vec<Arc<EventRecord>> {
+        let state = self.lock();
+        let start = state.events.partition_point(|r| r.seq <= state.persisted);
+        state.events.range(start..).cloned().collect()
+    }
+
+    /// The store has everything up to `seq`: trims memory to the retention window.
+    fn persisted_up_to(&self, seq: u64) {
+        let mut state = self.lock();
+        state.persisted = state.persisted.max(seq);
+        state.failure = None;
+        while state.events.len() > RETAIN
+            && state.events.front().is_some_and(|r| r.seq <= state.persisted)
+        {
+            state.events.pop_front();
+        }
+        drop(state);
+        self.persisted.send_replace(seq);
+    }
+}
+
+enum RemoteTail {
+    Events(Vec<Arc<EventRecord>>),
+    Wait,
+    End,
+}
+
+/// Writes what the hub publishes, in batches, until the run has ended and all is stored.
+async fn persister(hub: Arc<Hub>) {
+    let Some(store) = hub.store.clone() else { return };
+    let mut backoff = PERSIST_EVERY;
+    loop {
+        let woken = hub.pending.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        let batch = hub.unpersisted();
+        if batch.is_empty() {
+            let done = {
+                let mut state = hub.lock();
+                if !state.live {
+                    state.persister = false;
+                }
+                !state.live
+            };
+            if done {
+                return;
+            }
+            woken.await;
+            // Gather what comes in the next moments into the same write.
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            continue;
+        }
+        let last = batch.last().map_or(0, |r| r.seq);
+        match store.append_events(&hub.session_id, batch).await {
+            Ok(()) => {
+                backoff = PERSIST_EVERY;
+                hub.persisted_up_to(last);
+            }
+            Err(error) => {
+                tracing::error!(session_id = %hub.session_id, %error, "persisting events failed; retrying");
+                hub.lock().failure = Some(error);
+                hub.persisted.send_modify(|_| {});
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! Durable sessions: the event log's watchers, a store that keeps everything, a session that
+//! goes on in another process, and runs that only one process may start.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::Recording;
+use futures::StreamExt;
+use serde_json::json;
+use weft_agent::{Agent, ExecuteError, SessionOptions};
+use weft_core::{
+    AgentEvent, EventRecord, Input, Message, SessionStatus, SessionStore, ToolResultMessage,
+    ToolSpec,
+};
+use weft_llm::faux::FauxTurn;
+use weft_store::{MemoryStore, SqliteStore};
+
+/// Prose of `len` characters.
+fn prose(len: usize) -> String {
+    "the quick brown fox jumps over the lazy dog ".chars().cycle().take(len).collect()
+}
+
+/// The text the text deltas of `records` spell, and their seqs.
+fn text_and_seqs(records: &[Arc<EventRecord>]) -> (String, Vec<u64>) {
+    let mut text = String::new();
+    for record in records {
+        if let AgentEvent::TextDelta { delta, .. } = &record.event {
+            text.push_str(delta);
+        }
+    }
+    (text, records.iter().map(|r| r.seq).collect())
+}
+
+fn assert_strictly_increasing(seqs: &[u64]) {
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "seqs must strictly increase: {seqs:?}");
+}
+
+async fn sqlite(dir: &tempfile::TempDir) -> Arc<dyn SessionStore> {
+    Arc::new(SqliteStore::open(dir.path().join("weft.db")).await.unwrap())
+}
+
+fn browser_tool() -> ToolSpec {
+    ToolSpec::new(
+        "read_page",
+        "Reads the page open in the user's browser",
+        json!({"type": "object", "properties": {"selector": {"type": "string"}}}),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_watchers_joining_at_different_points_see_exactly_the_run() {
+    let text = prose(8_000);
+    let provider = Recording::new([FauxTurn::text(text.clone()).with_chunk_size(4)]);
+    let agent = Agent::builder(provider).store(Arc::new(MemoryStore::new())).build().unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
+    let before = session.last_seq();
+
+    let stream = agent.execute(&session, Input::text("go")).await.unwrap();
+    let from_start = tokio::spawn(session.subscribe(before).collect::<Vec<_>>());
+    let slow = tokio::spawn(
+        session
+            .subscribe(before)
+            .then(|record| async move {
+                tokio::time::sleep(Duration::from_micros(50)).await;
+                record
+            })
+            .collect::<Vec<_>>(),
+    );
+    // The run's own stream; a third watcher joins after its 300th event.
+    let mut own = Vec::new();
+    let mut records = stream.records();
+    let mut mid = None;
+    while let Some(record) = records.next().await {
+        if own.len() == 300 {
+            mid = Some((
+                record.seq - 1,
+                tokio::spawn(session.subscribe(record.seq - 1).collect::<Vec<_>>()),
+            ));
+        }
+        own.push(record);
+    }
+    let result = records.result().await;
+    assert_eq!(result.status, SessionStatus::Completed);
+
+    let (own_text, own_seqs) = text_and_seqs(&own);
+    assert_eq!(own_text, text);
+    assert_strictly_increasing(&own_seqs);
+    assert!(matches!(own.last().unwrap().event, AgentEvent::SessionEnd { .. }));
+    for (name, watcher) in
+        [("from the start", from_start.await.unwrap()), ("slow", slow.await.unwrap())]
+    {
+        let (watched_text, seqs) = text_and_seqs(&watcher);
+        assert_eq!(seqs, own_seqs, "the {name} watcher sees exactly the run's events");
+        assert_eq!(watched_text, text);
+    }
+    let (joined_at, mid) = mid.unwrap();
+    let mid = mid.await.unwrap();
+    let expected: Vec<u64> = own_seqs.iter().copied().filter(|s| *s > joined_at).collect();
+    assert_eq!(
+        text_and_seqs(&mid).1,
+        expected,
+        "the late watcher sees the rest, no gap, no duplicate"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_that_never_reads_does_not_hold_the_run_back() {
+    let text = prose(120_000);
+    let provider = Recording::new([FauxTurn::text(text.clone()).with_chunk_size(4)]);
+    let agent = Agent::builder(provider).build().unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
+    let stream = agent.execute(&session, Input::text("go")).await.unwrap();
+    // 30,000 deltas: far more than any buffer a reader could hold the run back with.
+    let idle = session.subscribe(0);
+    let result = tokio::time::timeout(Duration::from_secs(60), stream.result()).await.unwrap();
+    assert_eq!(result.status, SessionStatus::Completed);
+    let Some(Message::Assistant(answer)) = result.messages.last() else { panic!() };
+    assert_eq!(answer.text(), text);
+    drop(idle);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_far_behind_catches_up_from_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = sqlite(&dir).await;
+    let text = prose(80_000);
+    let provider = Recording::new([FauxTurn::text(text.clone()).with_chunk_size(4)]);
+    let agent = Agent::builder(provider).store(store.clone()).build().unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
+    let result = agent.execute(&session, Input::text("go")).await.unwrap().result().await;
+    assert_eq!(result.status, SessionStatus::Completed);
+
+    // The run is over; memory keeps only its last events: the rest comes from the store.
+    let replay: Vec<_> = session.subscribe(0).collect().await;
+    let (replayed, seqs) = text_and_seqs(&replay);
+    assert_eq!(replayed, text, "every character once, in order");
+    assert_strictly_increasing(&seqs);
+    assert!(matches!(replay.last().unwrap().event, AgentEvent::SessionEnd { .. }));
+    assert_eq!(*seqs.last().unwrap(), session.last_seq());
+    // And the store has exactly those events.
+    let stored = store.read_events(&session.id(), 0, usize::MAX).await.unwrap();
+    assert_eq!(stored.iter().map(|r| r.seq).collect::<Vec<_>>(), seqs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_session_resumes_in_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = {
+        let provider = Recording::new([
+            FauxTurn::text("Reading.").with_tool_call("read_page", json!({"selector": "h1"}))
+        ]);
+        let agent = Agent::builder(provider).store(sqlite(&dir).await).build().unwrap();
+        let session = agent
+            .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+            .await
+            .unwrap();
+        let result = agent.execute(&session, Input::text("Title?")).await.unwrap().result().await;
+        assert_eq!(result.status, SessionStatus::AwaitingToolExecution);
+        session.id()
+    };
+    // A new agent on a new store instance over the same file: as a process started later.
+    let provider = Recording::new([FauxTurn::text("It is Weft.")]);
+    let agent = Agent::builder(provider.clone()).store(sqlite(&dir).await).build().unwrap();
+    let session = agent.session(&id).await.unwrap().expect("the session was kept");
+    assert_eq!(session.status(), SessionStatus::AwaitingToolExecution);
+    let pending = session.pending_tool_calls();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].arguments, json!({"selector": "h1"}));
+    let first_run_end = session.last_seq();
+    assert!(first_run_end > 0);
+
+    let stream = agent
+        .execute(&session, Input::ToolResults(vec![ToolResultMessage::ok(&pending[0], "Weft")]))
+        .await
+        .unwrap();
+    let events: Vec<(u64, AgentEvent)> = stream.sequenced().collect().await;
+    assert!(events[0].0 > first_run_end, "numbering goes on above the first process's events");
+    let snapshot = session.snapshot();
+    assert_eq!(snapshot.status, SessionStatus::Completed);
+    let roles: Vec<_> = snapshot.messages.iter().map(Message::role).collect();
+    use weft_core::Role::*;
+    assert_eq!(roles, [User, Assistant, ToolResult, Assistant]);
+    // The model was sent the whole conversation, the remote result included.
+    assert_eq!(provider.last_request().messages.len(), 3);
+
+    // What the stream reported is in the store as soon as the stream has reported it.
+    let stored = sqlite(&dir).await.read_events(&id, 0, usize::MAX).await.unwrap();
+    assert_eq!(stored.last().map(|r| r.seq), Some(session.last_seq()));
+    assert!(matches!(stored.last().unwrap().event, AgentEvent::SessionEnd { .. }));
+    // A third process sees what the second one stored.
+    let agent = Agent::builder(Recording::new([])).store(sqlite(&dir).await).build().unwrap();
+    let reloaded = agent.session(&id).await.unwrap().unwrap();
+    assert_eq!(reloaded.snapshot().messages, snapshot.messages);
+    assert_eq!(reloaded.status(), SessionStatus::Completed);
+    assert_eq!(reloaded.last_seq(), session.last_seq());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_one_of_two_processes_starts_a_run_on_a_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = |store| {
+        let turns = (0..40).map(|_| FauxTurn::text("ok").with_delay_ms(1));
+        Agent::builder(Recording::new(turns)).store(store).build().unwrap()
+    };
+    let (a, b) = (agent(sqlite(&dir).await), agent(sqlite(&dir).await));
+    let id = a.create_session(SessionOptions::default()).await.unwrap().id();
+    for round in 0..10 {
+        let (sa, sb) =
+            (a.session(&id).await.unwrap().unwrap(), b.session(&id).await.unwrap().unwrap());
+        let (ra, rb) = tokio::join!(
+            a.execute(&sa, Input::text(format!("a{round}"))),
+            b.execute(&sb, Input::text(format!("b{round}")))
+        );
+        let started: Vec<_> = [ra, rb].into_iter().filter_map(Result::ok).collect();
+        assert!(!started.is_empty(), "round {round}: one of them starts");
+        if started.len() == 2 {
+            // One ran to its end before the other started: both are then valid, in turn.
+            let results = futures::future::join_all(started.into_iter().map(|s| s.result())).await;
+            assert!(results.iter().all(|r| r.status == SessionStatus::Completed));
+            continue;
+        }
+        let result = started.into_iter().next().unwrap().result().await;
+        assert_eq!(result.status, SessionStatus::Completed);
+    }
+    // Whatever interleaving happened, the stored conversation is a valid alternation.
+    let store = sqlite(&dir).await;
+    let stored = store.load(&id).await.unwrap().unwrap();
+    let roles: Vec<_> = stored.messages.iter().map(Message::role).collect();
+    assert!(
+        roles.chunks(2).all(|pair| pair == [weft_core::Role::User, weft_core::Role::Assistant]),
+        "{roles:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_conflicting_start_is_refused_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = |store| {
+        Agent::builder(Recording::new([FauxTurn::text("slow").with_delay_ms(200)]))
+            .store(store)
+            .build()
+            .unwrap()
+    };
+    let (a, b) = (agent(sqlite(&dir).await), agent(sqlite(&dir).await));
+    let id = a.create_session(SessionOptions::default()).await.unwrap().id();
+    let sb = b.session(&id).await.unwrap().unwrap();
+    let sa = a.session(&id).await.unwrap().unwrap();
+    let running = a.execute(&sa, Input::text("first")).await.unwrap();
+    // B's copy is stale: its start is a conditional write that loses.
+    let err = b.execute(&sb, Input::text("second")).await.err().unwrap();
+    assert_eq!(err, ExecuteError::AlreadyRunning(id.clone()));
+    assert_eq!(sb.status(), SessionStatus::Running, "B reloaded what the store has");
+    assert_eq!(running.result().await.status, SessionStatus::Completed);
+    let stored = sqlite(&dir).await.load(&id).await.unwrap().unwrap();
+    assert_eq!(stored.messages.len(), 2, "the refused input left no trace");
+}
