@@ -79,35 +79,31 @@ pub(crate) struct ToolOutcome {
     pub(crate) execution: ToolExecutionResult,
 }
 
-/// The decisions of one run. Its state lives in the session ([`Session::run`]), so a run
-/// suspended in one process goes on in another exactly: the machine itself holds only its
-/// limits and where this execution's steps begin.
+/// The decisions of one execution of a run. The run's state lives in the session
+/// ([`Session::run`]), so a run suspended in one process goes on in another exactly: the machine
+/// itself holds only its limits and the steps this execution finished (for its result; the
+/// event log keeps every step).
 #[derive(Debug, Clone)]
 pub(crate) struct Machine {
     max_turns: u32,
     remote_timeout_ms: u64,
-    /// How many of the run's steps were finished before this execution.
-    first_step: usize,
+    /// The steps this execution finished.
+    steps: Vec<AgentStep>,
 }
 
 impl Machine {
     pub(crate) fn new(max_turns: u32, remote_timeout_ms: u64) -> Self {
-        Self { max_turns: max_turns.max(1), remote_timeout_ms, first_step: 0 }
+        Self { max_turns: max_turns.max(1), remote_timeout_ms, steps: Vec::new() }
     }
 
     /// Ends the execution with `status`: the steps it finished are returned; a run that is over
     /// (not suspended) is cleared from the session.
     pub(crate) fn end(&mut self, session: &mut Session, status: SessionStatus) -> Vec<AgentStep> {
         session.status = status;
-        let steps = session
-            .run
-            .as_ref()
-            .map(|run| run.steps.get(self.first_step..).unwrap_or_default().to_vec())
-            .unwrap_or_default();
         if !status.is_suspended() {
             session.run = None;
         }
-        steps
+        std::mem::take(&mut self.steps)
     }
 
     /// Checks `input` against the session and applies it. `Err` leaves the session untouched.
@@ -120,8 +116,6 @@ impl Machine {
         now: TimestampMs,
         run_id: String,
     ) -> Result<Progress, ExecuteError> {
-        // A new run starts with no steps; a resumed one reports the steps it finishes from now.
-        self.first_step = session.run.as_ref().map_or(0, |run| run.steps.len());
         let progress = match input {
             Input::User(message) => {
                 if let Some(turn) = session.open_turn() {
@@ -137,13 +131,11 @@ impl Machine {
                     });
                 }
                 session.messages.push(Message::User(message));
-                self.first_step = 0;
                 session.run = Some(RunState {
                     run_id: run_id.clone(),
                     mode: MODE.to_string(),
                     turns: 0,
                     open_turn: None,
-                    steps: Vec::new(),
                     mode_state: serde_json::Value::Null,
                     started_at: now,
                 });
@@ -280,10 +272,10 @@ impl Machine {
         session.messages.push(Message::Assistant(message));
         // A failed message's tool calls are never executed: its arguments may be cut short.
         if let Some(status) = failure {
-            return self.finish_step(session, step, status);
+            return self.finish_step(step, status);
         }
         if calls.is_empty() {
-            return self.finish_step(session, step, SessionStatus::Completed);
+            return self.finish_step(step, SessionStatus::Completed);
         }
         let now = started_at + latency_ms;
         let slots = calls
@@ -401,20 +393,13 @@ impl Machine {
         } else {
             Next::CallModel
         };
-        run.steps.push(step.clone());
+        self.steps.push(step.clone());
         session.messages.extend(results.iter().cloned().map(Message::ToolResult));
         Progress { completed: Some(CompletedTurn { results, step }), next }
     }
 
-    fn finish_step(
-        &mut self,
-        session: &mut Session,
-        step: AgentStep,
-        status: SessionStatus,
-    ) -> Progress {
-        if let Some(run) = session.run.as_mut() {
-            run.steps.push(step.clone());
-        }
+    fn finish_step(&mut self, step: AgentStep, status: SessionStatus) -> Progress {
+        self.steps.push(step.clone());
         Progress {
             completed: Some(CompletedTurn { results: Vec::new(), step }),
             next: Next::Finish(status),

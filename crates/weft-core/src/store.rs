@@ -33,7 +33,6 @@ use serde_json::Value;
 use crate::event::AgentEvent;
 use crate::message::{Message, TimestampMs};
 use crate::session::{OpenTurn, SessionStatus};
-use crate::step::AgentStep;
 use crate::tool::ToolSpec;
 use crate::usage::{Cost, Usage};
 
@@ -110,7 +109,8 @@ pub struct SessionHead {
 }
 
 /// The state of a session's current or suspended run: everything needed to go on with it in
-/// another process.
+/// another process. Its size does not grow with the run: finished steps are in the event log
+/// (`step_end`), not here, so a boundary's commit costs the same at turn 1,000 as at turn 1.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunState {
@@ -126,9 +126,6 @@ pub struct RunState {
     /// The turn whose tool calls are not all answered, with each call's state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_turn: Option<OpenTurn>,
-    /// The steps the run finished, in order.
-    #[serde(default)]
-    pub steps: Vec<AgentStep>,
     /// The mode's own state, for modes that keep one.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub mode_state: Value,

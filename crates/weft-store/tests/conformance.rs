@@ -291,7 +291,6 @@ fn run_state(run_id: &str) -> RunState {
                 CallSlot { call: calls[3].clone(), state: CallState::AwaitingApproval },
             ],
         }),
-        steps: vec![step],
         mode_state: json!({"frontier": [1, 2], "scores": {"a": 0.5}}),
         started_at: 1_700_000_000_100,
     }
