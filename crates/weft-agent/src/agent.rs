@@ -18,6 +18,7 @@ use crate::catalog::{LocalTools, RemoteTools};
 use crate::error::{AgentError, ExecuteError};
 use crate::execute::{Emitter, ExecuteResult, ExecuteStream};
 use crate::hub::Hub;
+use crate::lease::Lease;
 use crate::machine::Machine;
 use crate::run::Run;
 use crate::tool::Tool;
@@ -28,6 +29,10 @@ pub const DEFAULT_MAX_TURNS: u32 = 50;
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// How long a remote tool call may wait for its result.
 pub const DEFAULT_REMOTE_TOOL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// How long a run's lease lasts without renewal.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(15);
+/// How often the sweeper looks for expired deadlines and dead runs.
+pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
 /// What a before-tool-call hook decides.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +82,12 @@ pub struct AgentConfig {
     pub temperature: Option<f32>,
     /// Output token limit per model call.
     pub max_tokens: Option<u32>,
+    /// How long a run's lease in the store lasts without renewal: after a process dies, another
+    /// may take its runs over once this has passed. Renewed every third of it.
+    pub lease_ttl: Duration,
+    /// How often the sweeper looks for remote calls past their deadline and for runs whose
+    /// process died (in the store, when there is one).
+    pub sweep_interval: Duration,
 }
 
 impl Default for AgentConfig {
@@ -89,6 +100,8 @@ impl Default for AgentConfig {
             remote_tool_timeout: DEFAULT_REMOTE_TOOL_TIMEOUT,
             temperature: None,
             max_tokens: None,
+            lease_ttl: DEFAULT_LEASE_TTL,
+            sweep_interval: DEFAULT_SWEEP_INTERVAL,
         }
     }
 }
@@ -101,6 +114,12 @@ pub(crate) struct AgentInner {
     pub(crate) approval: Option<ApprovalPolicy>,
     /// Where sessions are kept durably; `None`: in memory only.
     pub(crate) store: Option<Arc<dyn SessionStore>>,
+    /// This process's name as a lease holder.
+    pub(crate) holder: Arc<str>,
+    /// Whether the sweeper task is started.
+    pub(crate) sweeper: std::sync::OnceLock<()>,
+    /// Wakes the sweeper early (a run suspended with a deadline).
+    pub(crate) sweep_now: Arc<tokio::sync::Notify>,
     /// The sessions open in this process: one handle (one log, one lock) per session.
     open: Mutex<HashMap<String, Weak<Shared>>>,
 }
@@ -173,6 +192,18 @@ impl AgentBuilder {
         self
     }
 
+    /// Sets how long a run's lease lasts without renewal (see [`AgentConfig::lease_ttl`]).
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.config.lease_ttl = ttl;
+        self
+    }
+
+    /// Sets how often the sweeper looks for expired deadlines and dead runs.
+    pub fn sweep_interval(mut self, every: Duration) -> Self {
+        self.config.sweep_interval = every;
+        self
+    }
+
     /// Sets all settings at once.
     pub fn config(mut self, config: AgentConfig) -> Self {
         self.config = config;
@@ -200,7 +231,7 @@ impl AgentBuilder {
         for tool in self.tools {
             tools.add(tool)?;
         }
-        Ok(Agent {
+        let agent = Agent {
             inner: Arc::new(AgentInner {
                 provider: self.provider,
                 tools,
@@ -208,9 +239,19 @@ impl AgentBuilder {
                 hooks: self.hooks,
                 approval: self.approval,
                 store: self.store,
+                holder: Arc::from(format!("weft-{}-{}", std::process::id(), uuid::Uuid::new_v4())),
+                sweeper: std::sync::OnceLock::new(),
+                sweep_now: Arc::new(tokio::sync::Notify::new()),
                 open: Mutex::new(HashMap::new()),
             }),
-        })
+        };
+        // Built within a runtime (a server starting): the sweeper starts now, so deadlines that
+        // passed and runs that died while no process ran are handled without waiting for a
+        // request. Otherwise it starts with the first session.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            crate::deadline::ensure_sweeper(&agent.inner);
+        }
+        Ok(agent)
     }
 }
 
@@ -300,8 +341,12 @@ impl Agent {
     }
 
     /// The session `id`: the one open in this process, or loaded from the store. `None` when
-    /// no such session exists.
+    /// no such session exists. A session whose run died with its process (`running` in the
+    /// store, nobody holding its lease) is recovered: calls left running are answered with an
+    /// error saying the run was interrupted (replay-safe tools run again) and it rests in
+    /// `error`, taking new input; a suspended one loads suspended and resumes normally.
     pub async fn session(&self, id: &str) -> Result<Option<SessionHandle>, AgentError> {
+        crate::deadline::ensure_sweeper(&self.inner);
         if let Some(handle) = self.open_handle(id) {
             return Ok(Some(handle));
         }
@@ -309,14 +354,51 @@ impl Agent {
         let Some(stored) = store.load(id).await.map_err(AgentError::Store)? else {
             return Ok(None);
         };
-        let last_seq = stored.last_seq;
-        let session = Session::from_stored(stored);
-        let remote = RemoteTools::new(&session.tools, &self.inner.tools)?;
         // Another task may have loaded it meanwhile: one handle per session.
         if let Some(handle) = self.open_handle(id) {
             return Ok(Some(handle));
         }
-        Ok(Some(self.register(session, remote, last_seq)))
+        let running = stored.head.status == SessionStatus::Running;
+        let handle = self.register_stored(stored)?;
+        if running {
+            let ttl = self.inner.config.lease_ttl;
+            if let Ok(Some(lease)) = Lease::acquire(store, id, &self.inner.holder, ttl).await {
+                drop(self.recover(&handle, lease));
+            }
+        }
+        Ok(Some(handle))
+    }
+
+    /// A handle for a session just loaded from the store.
+    pub(crate) fn register_stored(
+        &self,
+        stored: weft_core::StoredSession,
+    ) -> Result<SessionHandle, AgentError> {
+        let last_seq = stored.last_seq;
+        let session = Session::from_stored(stored);
+        let remote = RemoteTools::new(&session.tools, &self.inner.tools)?;
+        Ok(self.register(session, remote, last_seq))
+    }
+
+    /// The sessions open in this process.
+    pub(crate) fn open_sessions(&self) -> Vec<SessionHandle> {
+        let open = self.inner.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.values().filter_map(Weak::upgrade).map(|shared| SessionHandle { shared }).collect()
+    }
+
+    /// The session `id` if it is open in this process.
+    pub(crate) fn open_sessions_with_id(&self, id: &str) -> Option<SessionHandle> {
+        self.open_handle(id)
+    }
+
+    /// The agent's store, if it has one.
+    pub(crate) fn store(&self) -> Option<&Arc<dyn SessionStore>> {
+        self.inner.store.as_ref()
+    }
+
+    /// This process's name as a lease holder.
+    pub(crate) fn holder(&self) -> &Arc<str> {
+        &self.inner.holder
     }
 
     fn open_handle(&self, id: &str) -> Option<SessionHandle> {
@@ -351,7 +433,8 @@ impl Agent {
         session: &SessionHandle,
         input: impl Into<Input>,
     ) -> Result<ExecuteStream, ExecuteError> {
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| ExecuteError::NoRuntime)?;
+        tokio::runtime::Handle::try_current().map_err(|_| ExecuteError::NoRuntime)?;
+        crate::deadline::ensure_sweeper(&self.inner);
         let config = &self.inner.config;
         let mut machine = Machine::new(config.max_turns, millis(config.remote_tool_timeout));
         let cancel = CancellationToken::new();
@@ -384,22 +467,64 @@ impl Agent {
             let commit = session.shared.store.is_some().then(|| state.prepare_commit());
             (first, start_len, state.session.id.clone(), run_id, commit)
         };
-        if let Some(commit) = commit
-            && let Err(error) = session.apply(commit).await
-        {
-            // The session changed elsewhere, or the store failed: nothing starts, and what
-            // this process holds is reloaded from the store.
-            let running = session.reload().await;
-            return Err(match error {
-                StoreError::Conflict { .. } if running => ExecuteError::AlreadyRunning(session_id),
-                other => ExecuteError::Store(other),
-            });
+        let mut lease = None;
+        if let (Some(store), Some(commit)) = (&self.inner.store, commit) {
+            // The lease first, then the commit that says `running`: a session is never seen
+            // running without a holder.
+            let refused = match Lease::acquire(
+                store,
+                &session_id,
+                &self.inner.holder,
+                config.lease_ttl,
+            )
+            .await
+            {
+                Ok(Some(held)) => {
+                    lease = Some(held);
+                    None
+                }
+                Ok(None) => Some(StoreError::Conflict {
+                    session_id: session_id.clone(),
+                    expected: 0,
+                    found: 0,
+                }),
+                Err(error) => Some(error),
+            };
+            let refused = match refused {
+                Some(error) => Some(error),
+                None => session.apply(commit).await.err(),
+            };
+            if let Some(error) = refused {
+                if let Some(lease) = lease.take() {
+                    lease.release().await;
+                }
+                // The session changed elsewhere, or the store failed: nothing starts, and what
+                // this process holds is reloaded from the store.
+                let running = session.reload().await;
+                return Err(match error {
+                    StoreError::Conflict { .. } if running => {
+                        ExecuteError::AlreadyRunning(session_id)
+                    }
+                    other => ExecuteError::Store(other),
+                });
+            }
         }
+        let launch =
+            Launch { machine, first, input_message, start_len, run_id, cancel, lease, error: None };
+        Ok(self.launch(session, launch))
+    }
+
+    /// Starts the run task of a run whose start is recorded (and, with a store, committed), and
+    /// returns its stream.
+    fn launch(&self, session: &SessionHandle, launch: Launch) -> ExecuteStream {
+        let Launch { machine, first, input_message, start_len, run_id, cancel, lease, error } =
+            launch;
+        let session_id = session.id();
         let hub = Arc::clone(&session.shared.hub);
         hub.start_run();
         let events = hub.subscribe(hub.last_seq(), true);
         let (result_tx, result_rx) = tokio::sync::oneshot::channel();
-        let run = Run::new(
+        let mut run = Run::new(
             self.inner.clone(),
             session.clone(),
             machine,
@@ -407,7 +532,11 @@ impl Agent {
             cancel.clone(),
             start_len,
         );
-        runtime.spawn(async move {
+        run.set_error(error);
+        if let Some(lease) = &lease {
+            lease.keep(cancel.clone());
+        }
+        tokio::spawn(async move {
             let mut run = run;
             // A panic in a hook or a provider must not leave the session `running` forever, nor
             // a stream without its end.
@@ -419,9 +548,47 @@ impl Agent {
                     run.end_after_panic(panic).await
                 }
             };
+            if let Some(lease) = lease {
+                lease.release().await;
+            }
             let _ = result_tx.send(result);
         });
-        Ok(ExecuteStream::new(session_id, events, result_rx, cancel))
+        ExecuteStream::new(session_id, events, result_rx, cancel)
+    }
+
+    /// Takes over a run whose process died (the session is `running` in the store, and this
+    /// process holds its lease now): calls left running are answered with an error saying the
+    /// run was interrupted, replay-safe ones run again, and the session rests in `error`.
+    pub(crate) fn recover(&self, session: &SessionHandle, lease: Lease) -> ExecuteStream {
+        let config = &self.inner.config;
+        let mut machine = Machine::new(config.max_turns, millis(config.remote_tool_timeout));
+        let cancel = CancellationToken::new();
+        let (first, start_len, run_id) = {
+            let mut state = session.lock();
+            let tools = &self.inner.tools;
+            let replay_safe = |name: &str| tools.get(name).is_some_and(|t| t.tool.replay_safe());
+            let first = machine.begin_recovery(&mut state.session, replay_safe, now_ms());
+            let run_id = uuid::Uuid::new_v4().to_string();
+            if let Some(run) = state.session.run.as_mut() {
+                run.run_id.clone_from(&run_id);
+            }
+            state.session.status = SessionStatus::Running;
+            state.run = Some(cancel.clone());
+            (first, state.session.messages.len(), run_id)
+        };
+        tracing::warn!(session_id = %session.id(), "recovering a run whose process stopped");
+        let error = Some("the run was interrupted: the process running it stopped".to_string());
+        let launch = Launch {
+            machine,
+            first,
+            input_message: None,
+            start_len,
+            run_id,
+            cancel,
+            lease: Some(lease),
+            error,
+        };
+        self.launch(session, launch)
     }
 
     /// Runs `input` to the end without streaming and returns the step trace and final answer
@@ -438,6 +605,19 @@ impl Agent {
 
 pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What [`Agent::launch`] starts a run task with.
+struct Launch {
+    machine: Machine,
+    first: crate::machine::Progress,
+    input_message: Option<Message>,
+    start_len: usize,
+    run_id: String,
+    cancel: CancellationToken,
+    lease: Option<Lease>,
+    /// Why the run is not a normal one (a recovery), reported in its result.
+    error: Option<String>,
 }
 
 pub(crate) struct State {
@@ -503,14 +683,21 @@ impl SessionHandle {
         self.lock().session.id.clone()
     }
 
-    /// Its status.
+    /// Its status: `running` until a run of this process has published its end (its resting
+    /// status is saved a moment before).
     pub fn status(&self) -> SessionStatus {
-        self.lock().session.status
+        let state = self.lock();
+        if state.run.is_some() { SessionStatus::Running } else { state.session.status }
     }
 
-    /// A copy of the whole session.
+    /// A copy of the whole session (with the status [`status`](Self::status) gives).
     pub fn snapshot(&self) -> Session {
-        self.lock().session.clone()
+        let state = self.lock();
+        let mut session = state.session.clone();
+        if state.run.is_some() {
+            session.status = SessionStatus::Running;
+        }
+        session
     }
 
     /// Calls waiting for remote results.
@@ -588,6 +775,16 @@ impl SessionHandle {
         self.apply(commit).await
     }
 
+    /// Replaces what this process holds with what the store has (no run of this process may be
+    /// using the session).
+    pub(crate) fn replace(&self, stored: weft_core::StoredSession) {
+        let session = Session::from_stored(stored);
+        let mut state = self.lock();
+        state.committed_messages = session.messages.len();
+        state.session = session;
+        state.run = None;
+    }
+
     /// Replaces what this process holds with what the store has; says whether the session is
     /// running (elsewhere).
     async fn reload(&self) -> bool {
@@ -595,12 +792,8 @@ impl SessionHandle {
         let id = self.id();
         match store.load(&id).await {
             Ok(Some(stored)) => {
-                let session = Session::from_stored(stored);
-                let running = session.status == SessionStatus::Running;
-                let mut state = self.lock();
-                state.committed_messages = session.messages.len();
-                state.session = session;
-                state.run = None;
+                let running = stored.head.status == SessionStatus::Running;
+                self.replace(stored);
                 running
             }
             Ok(None) => false,

@@ -1,51 +1,140 @@
-//! Remote calls' deadlines: a suspended run whose remote calls are not answered in time is
-//! resumed with error results for them, and goes on.
+//! The sweeper: remote calls past their deadline, and runs whose process died.
 //!
-//! When a run suspends with calls awaiting remote results, a watchdog task sleeps until the
-//! earliest deadline. It holds the agent and the session weakly (a dropped session or agent ends
-//! it), and on waking answers every expired call with an error result through the ordinary
-//! `execute` path, so the model sees the timeout and the run continues exactly as if a client
-//! had sent the results. If the client answered first, there is nothing to expire and the
-//! watchdog ends; a later suspension starts its own.
+//! Deadlines are data: each awaiting call records its own (`CallState::AwaitingResult`), and a
+//! suspended session's earliest one is in its head (`next_deadline`). One sweeper task per agent
+//! wakes at the earliest deadline among the sessions open in this process (or when a run
+//! suspends), and every [`AgentConfig::sweep_interval`](crate::AgentConfig) looks in the store,
+//! if there is one, for sessions due anywhere: suspended past a deadline — also one that passed
+//! while no process was running — or `running` with nobody holding their lease (the process
+//! died). An expired call is answered with an error result through the ordinary `execute` path,
+//! so the model sees the timeout and the run goes on as if a client had answered; a dead run is
+//! recovered ([`Agent::recover`]). Two processes sweeping the same session race harmlessly:
+//! starting a run is a conditional write, so only one of them acts.
+//!
+//! The sweeper holds the agent weakly: dropping the agent ends it.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use weft_core::{CallState, Input, ToolResultMessage, now_ms};
+use weft_core::{CallState, Input, SessionStatus, StoredSession, ToolResultMessage, now_ms};
 
-use crate::agent::{Agent, AgentInner, SessionHandle, Shared};
+use crate::agent::{Agent, AgentInner, SessionHandle};
+use crate::lease::Lease;
 
-/// Starts a watchdog for the session's awaiting remote calls, if it has any.
-pub(crate) fn watch(agent: &Arc<AgentInner>, session: &SessionHandle) {
-    let Some(deadline) = earliest_deadline(session) else { return };
-    let agent = Arc::downgrade(agent);
-    let shared = Arc::downgrade(&session.shared);
-    tokio::spawn(async move {
-        let wait = deadline.saturating_sub(now_ms());
-        tokio::time::sleep(Duration::from_millis(wait)).await;
-        expire(agent, shared).await;
-    });
+/// How many due sessions one look at the store handles.
+const DUE_PAGE: usize = 64;
+
+/// Starts the agent's sweeper if it is not running yet (needs a Tokio runtime).
+pub(crate) fn ensure_sweeper(agent: &Arc<AgentInner>) {
+    if agent.sweeper.set(()).is_ok() {
+        let wake = Arc::clone(&agent.sweep_now);
+        tokio::spawn(sweep(Arc::downgrade(agent), wake));
+    }
 }
 
-fn earliest_deadline(session: &SessionHandle) -> Option<u64> {
-    let state = session.lock();
-    let turn = state.session.open_turn()?;
-    turn.calls
-        .iter()
-        .filter_map(|slot| match slot.state {
-            CallState::AwaitingResult { deadline, .. } => Some(deadline),
-            _ => None,
-        })
-        .min()
+async fn sweep(agent: Weak<AgentInner>, wake: Arc<tokio::sync::Notify>) {
+    loop {
+        let notified = wake.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let wait = {
+            let Some(inner) = agent.upgrade() else { return };
+            Agent::from_inner(inner).sweep_once().await
+        };
+        tokio::select! {
+            _ = notified => {}
+            _ = tokio::time::sleep(wait) => {}
+        }
+    }
 }
 
-async fn expire(agent: Weak<AgentInner>, shared: Weak<Shared>) {
-    let (Some(agent), Some(shared)) = (agent.upgrade(), shared.upgrade()) else { return };
-    let session = SessionHandle { shared };
+impl Agent {
+    /// One sweep; returns how long to sleep before the next.
+    async fn sweep_once(&self) -> Duration {
+        let interval = self.config().sweep_interval;
+        let now = now_ms();
+        let mut next_due: Option<u64> = None;
+        for session in self.open_sessions() {
+            let deadline = {
+                let state = session.lock();
+                let idle = state.run.is_none() && state.session.status.is_suspended();
+                idle.then(|| state.session.next_deadline()).flatten()
+            };
+            match deadline {
+                Some(deadline) if deadline <= now => expire(self, &session).await,
+                Some(deadline) => next_due = Some(next_due.map_or(deadline, |d| d.min(deadline))),
+                None => {}
+            }
+        }
+        if let Some(store) = self.store() {
+            match store.due_sessions(now, DUE_PAGE).await {
+                Ok(ids) => {
+                    for id in ids {
+                        self.sweep_stored(&id).await;
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "looking for due sessions failed"),
+            }
+        }
+        let until_due = next_due.map_or(interval, |d| Duration::from_millis(d.saturating_sub(now)));
+        until_due.min(interval)
+    }
+
+    /// A session the store says is due: recovered if its run died, its expired calls answered
+    /// if it is suspended.
+    async fn sweep_stored(&self, id: &str) {
+        let Some(store) = self.store() else { return };
+        if self.open_sessions_with_id(id).is_some_and(|s| s.lock().run.is_some()) {
+            return; // Running here, alive.
+        }
+        let stored = match store.load(id).await {
+            Ok(Some(stored)) => stored,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(session_id = %id, %error, "loading a due session failed");
+                return;
+            }
+        };
+        match stored.head.status {
+            SessionStatus::Running => {
+                let lease = Lease::acquire(store, id, self.holder(), self.config().lease_ttl).await;
+                if let Ok(Some(lease)) = lease {
+                    match self.adopt(stored) {
+                        Some(session) => drop(self.recover(&session, lease)),
+                        None => lease.release().await,
+                    }
+                }
+            }
+            status if status.is_suspended() => {
+                if let Some(session) = self.adopt(stored) {
+                    expire(self, &session).await;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The handle of a session the store has just given: the one open here (brought up to
+    /// date unless a run of this process is using it), or a new one. `None` when a run of this
+    /// process holds it, or its tools no longer fit the agent's.
+    pub(crate) fn adopt(&self, stored: StoredSession) -> Option<SessionHandle> {
+        if let Some(open) = self.open_sessions_with_id(&stored.head.id) {
+            if open.lock().run.is_some() {
+                return None;
+            }
+            open.replace(stored);
+            return Some(open);
+        }
+        self.register_stored(stored).ok()
+    }
+}
+
+/// Answers the session's remote calls past their deadline with error results, resuming the run.
+async fn expire(agent: &Agent, session: &SessionHandle) {
     let now = now_ms();
     let expired: Vec<ToolResultMessage> = {
         let state = session.lock();
-        if !state.session.status.is_suspended() {
+        if !state.session.status.is_suspended() || state.run.is_some() {
             return;
         }
         let Some(turn) = state.session.open_turn() else { return };
@@ -68,9 +157,9 @@ async fn expire(agent: Weak<AgentInner>, shared: Weak<Shared>) {
     if expired.is_empty() {
         return;
     }
-    let agent = Agent::from_inner(agent);
-    // Refused only if the session was resumed or aborted in the meantime: nothing to do then.
-    if let Ok(stream) = agent.execute(&session, Input::ToolResults(expired)).await {
-        stream.result().await;
+    // Refused only if the session was resumed or aborted in the meantime (here or in another
+    // process): nothing to do then. The run goes on in a task of its own.
+    if let Ok(stream) = agent.execute(session, Input::ToolResults(expired)).await {
+        tokio::spawn(stream.result());
     }
 }

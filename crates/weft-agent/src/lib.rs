@@ -33,13 +33,15 @@ mod deadline;
 mod error;
 mod execute;
 mod hub;
+mod lease;
 mod machine;
 mod run;
 pub mod tool;
 
 pub use agent::{
-    Agent, AgentBuilder, AgentConfig, AgentHooks, ApprovalPolicy, DEFAULT_MAX_TURNS,
-    DEFAULT_REMOTE_TOOL_TIMEOUT, DEFAULT_TOOL_TIMEOUT, SessionHandle, SessionOptions, ToolGate,
+    Agent, AgentBuilder, AgentConfig, AgentHooks, ApprovalPolicy, DEFAULT_LEASE_TTL,
+    DEFAULT_MAX_TURNS, DEFAULT_REMOTE_TOOL_TIMEOUT, DEFAULT_SWEEP_INTERVAL, DEFAULT_TOOL_TIMEOUT,
+    SessionHandle, SessionOptions, ToolGate,
 };
 pub use error::{AgentError, ExecuteError};
 pub use execute::{

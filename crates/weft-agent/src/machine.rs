@@ -89,11 +89,48 @@ pub(crate) struct Machine {
     remote_timeout_ms: u64,
     /// The steps this execution finished.
     steps: Vec<AgentStep>,
+    /// A recovery: once the open turn is complete the run rests instead of calling the model.
+    recovering: bool,
 }
 
 impl Machine {
     pub(crate) fn new(max_turns: u32, remote_timeout_ms: u64) -> Self {
-        Self { max_turns: max_turns.max(1), remote_timeout_ms, steps: Vec::new() }
+        Self {
+            max_turns: max_turns.max(1),
+            remote_timeout_ms,
+            steps: Vec::new(),
+            recovering: false,
+        }
+    }
+
+    /// The process that ran the session's run died. Calls it left running are answered with an
+    /// error saying so, except those `replay_safe` says may run again, which run again; once
+    /// the open turn is complete the run ends `error` instead of calling the model, so the
+    /// session takes new input with a valid conversation.
+    pub(crate) fn begin_recovery(
+        &mut self,
+        session: &mut Session,
+        replay_safe: impl Fn(&str) -> bool,
+        now: TimestampMs,
+    ) -> Progress {
+        self.recovering = true;
+        if let Some(turn) = session.open_turn_mut() {
+            for slot in &mut turn.calls {
+                if slot.state == CallState::Running && !replay_safe(&slot.call.name) {
+                    let result = ToolResultMessage::error(
+                        &slot.call,
+                        "Tool call interrupted: the process running it stopped before it finished",
+                    );
+                    turn.step.tool_results.push(rejected_execution(&slot.call, &result, now));
+                    slot.state = CallState::Done { result };
+                }
+            }
+        }
+        let mut progress = self.advance(session);
+        if progress.next == Next::CallModel {
+            progress.next = Next::Finish(SessionStatus::Error);
+        }
+        progress
     }
 
     /// Ends the execution with `status`: the steps it finished are returned; a run that is over
@@ -388,7 +425,9 @@ impl Machine {
                 results.push(result);
             }
         }
-        let next = if run.turns >= self.max_turns {
+        let next = if self.recovering {
+            Next::Finish(SessionStatus::Error)
+        } else if run.turns >= self.max_turns {
             Next::Finish(SessionStatus::MaxTurns)
         } else {
             Next::CallModel

@@ -49,6 +49,11 @@ impl Run {
         Self { agent, session, machine, emitter, cancel, start_len, session_id, error: None }
     }
 
+    /// Presets the error the result reports (a recovery says why it ran).
+    pub(crate) fn set_error(&mut self, error: Option<String>) {
+        self.error = error;
+    }
+
     /// Runs to a resting status and reports what the run did.
     ///
     /// Borrows the run so that, should it panic (a hook or a provider breaking its contract),
@@ -159,10 +164,9 @@ impl Run {
             state.session.last_event_seq = hub.last_seq();
             state.run = None;
         }
-        if status == SessionStatus::AwaitingToolExecution
-            || (status == SessionStatus::AwaitingApproval && !pending_tool_calls.is_empty())
-        {
-            crate::deadline::watch(&self.agent, &self.session);
+        if !pending_tool_calls.is_empty() {
+            // Its deadlines are the sweeper's to watch.
+            self.agent.sweep_now.notify_one();
         }
         ExecuteResult {
             session_id: self.session_id.clone(),

@@ -88,6 +88,14 @@ pub trait Tool: Send + Sync + 'static {
     fn timeout(&self) -> Option<Duration> {
         None
     }
+
+    /// Whether a call may safely run again when the process running it died before it
+    /// finished (it has no effect that must not happen twice: a read, a lookup). Such calls
+    /// are run again when the session is recovered; others are answered with an error saying
+    /// the run was interrupted.
+    fn replay_safe(&self) -> bool {
+        false
+    }
 }
 
 /// Sends a streaming tool's output as it is produced, and tells the tool about its call.
@@ -123,6 +131,7 @@ type RunFn<A> = Arc<dyn Fn(A, ToolOutputSink) -> ToolFuture + Send + Sync>;
 pub struct FnTool<A> {
     spec: ToolSpec,
     timeout: Option<Duration>,
+    replay_safe: bool,
     run: RunFn<A>,
 }
 
@@ -130,6 +139,12 @@ impl<A> FnTool<A> {
     /// The same tool, requiring approval for every call.
     pub fn with_approval(mut self) -> Self {
         self.spec.requires_approval = true;
+        self
+    }
+
+    /// The same tool, marked safe to run again after a crash (see [`Tool::replay_safe`]).
+    pub fn replay_safe(mut self) -> Self {
+        self.replay_safe = true;
         self
     }
 
@@ -209,7 +224,12 @@ where
         let fut = run(args, sink);
         Box::pin(async move { fut.await.map(Into::into).map_err(|e| e.to_string()) })
     });
-    FnTool { spec: ToolSpec::new(name, description, parameters_schema::<A>()), timeout: None, run }
+    FnTool {
+        spec: ToolSpec::new(name, description, parameters_schema::<A>()),
+        timeout: None,
+        replay_safe: false,
+        run,
+    }
 }
 
 /// A running [`FnTool`]: its fn, and the channel its output deltas arrive on.
@@ -226,6 +246,10 @@ impl<A: DeserializeOwned + Send + 'static> Tool for FnTool<A> {
 
     fn timeout(&self) -> Option<Duration> {
         self.timeout
+    }
+
+    fn replay_safe(&self) -> bool {
+        self.replay_safe
     }
 
     fn execute(&self, args: Value, ctx: ToolContext) -> ToolStream {

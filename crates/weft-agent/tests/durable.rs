@@ -258,3 +258,153 @@ async fn a_conflicting_start_is_refused_and_changes_nothing() {
     let stored = sqlite(&dir).await.load(&id).await.unwrap().unwrap();
     assert_eq!(stored.messages.len(), 2, "the refused input left no trace");
 }
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Query {
+    q: String,
+}
+
+/// An agent on the SQLite file in `dir` whose tools are a replay-safe `lookup` and a `charge`
+/// that is not; `charge` never finishes when `hang` is set (the process will "die" in it).
+async fn tool_agent(dir: &tempfile::TempDir, turns: Vec<FauxTurn>, hang: bool) -> Agent {
+    let lookups = std::sync::atomic::AtomicUsize::new(0);
+    let lookups = Arc::new(lookups);
+    let lookup = weft_agent::tool_fn("lookup", "Looks something up", move |a: Query| {
+        let lookups = lookups.clone();
+        async move {
+            lookups.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok::<_, String>(format!("found {}", a.q))
+        }
+    })
+    .replay_safe();
+    let charge = weft_agent::tool_fn("charge", "Charges a card", move |_: Query| async move {
+        if hang {
+            std::future::pending::<()>().await;
+        }
+        Ok::<_, String>("charged".to_string())
+    });
+    Agent::builder(Recording::new(turns))
+        .tool(lookup)
+        .tool(charge)
+        .store(sqlite(dir).await)
+        .lease_ttl(Duration::from_millis(300))
+        .sweep_interval(Duration::from_millis(50))
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_run_whose_process_died_is_recovered_when_its_session_is_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    // A "process" (its own runtime) starts a run that calls a replay-safe tool and one that is
+    // not, and dies while the second is running: the runtime is dropped, nothing cleans up.
+    let id = {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let id = rt.block_on(async {
+            let turn = FauxTurn::default()
+                .with_tool_call("lookup", json!({"q": "price"}))
+                .with_tool_call("charge", json!({"q": "card"}));
+            let agent = tool_agent(&dir, vec![turn], true).await;
+            let session = agent.create_session(SessionOptions::default()).await.unwrap();
+            let mut stream = agent.execute(&session, Input::text("buy it")).await.unwrap();
+            // Wait until the calls run (their state is committed at the model call's end).
+            while let Some(event) = stream.next().await {
+                if matches!(event, AgentEvent::ToolExecutionEnd { .. }) {
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            session.id()
+        });
+        drop(rt);
+        id
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let store = sqlite(&dir).await;
+        let stored = store.load(&id).await.unwrap().unwrap();
+        assert_eq!(stored.head.status, SessionStatus::Running, "the dead run left it running");
+        tokio::time::sleep(Duration::from_millis(400)).await; // its lease expires
+
+        let agent = tool_agent(&dir, vec![FauxTurn::text("Done.")], false).await;
+        let session = agent.session(&id).await.unwrap().unwrap();
+        let mut watched: Vec<_> = session.subscribe(session.last_seq()).collect().await;
+        for _ in 0..100 {
+            if session.status() != SessionStatus::Running {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            watched.extend(session.subscribe(session.last_seq()).collect::<Vec<_>>().await);
+        }
+        assert_eq!(session.status(), SessionStatus::Error, "recovered, resting in error");
+        let results: Vec<(String, bool)> = session
+            .snapshot()
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::ToolResult(r) => Some((r.text_content(), r.is_error)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            results,
+            [
+                ("found price".to_string(), false),
+                (
+                    "Tool call interrupted: the process running it stopped before it finished"
+                        .to_string(),
+                    true
+                )
+            ],
+            "the replay-safe call ran again, the other was answered as interrupted"
+        );
+        // The session takes new input, and the model sees a valid conversation.
+        let result = agent.execute(&session, Input::text("and now?")).await.unwrap().result().await;
+        assert_eq!(result.status, SessionStatus::Completed);
+        let stored = store.load(&id).await.unwrap().unwrap();
+        assert_eq!(stored.head.status, SessionStatus::Completed);
+        assert_eq!(stored.messages.len(), 6);
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadline_that_passed_while_no_process_ran_is_enforced_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = {
+        let agent = Agent::builder(Recording::new([FauxTurn::tool_call("read_page", json!({}))]))
+            .store(sqlite(&dir).await)
+            .remote_tool_timeout(Duration::from_millis(100))
+            .build()
+            .unwrap();
+        let session = agent
+            .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+            .await
+            .unwrap();
+        let result = agent.execute(&session, Input::text("title?")).await.unwrap().result().await;
+        assert_eq!(result.status, SessionStatus::AwaitingToolExecution);
+        session.id()
+        // The agent (the process) goes away before the deadline.
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A new process starts: its sweeper finds the expired call without being asked.
+    let provider = Recording::new([FauxTurn::text("The page never answered.")]);
+    let _agent = Agent::builder(provider.clone())
+        .store(sqlite(&dir).await)
+        .sweep_interval(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let store = sqlite(&dir).await;
+    let mut status = SessionStatus::AwaitingToolExecution;
+    for _ in 0..200 {
+        status = store.head(&id).await.unwrap().unwrap().status;
+        if status == SessionStatus::Completed {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(status, SessionStatus::Completed);
+    let Some(Message::ToolResult(r)) = provider.last_request().messages.last().cloned() else {
+        panic!("the model was not told")
+    };
+    assert!(r.is_error && r.text_content().contains("before its deadline"));
+}

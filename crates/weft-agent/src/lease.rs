@@ -1,0 +1,90 @@
+//! Run ownership across processes: the process running a session's run holds its lease in the
+//! store and renews it while the run goes on. A process that dies stops renewing; once the lease
+//! expires another process may take the run over (recovery). A run whose lease was taken by
+//! someone else (this process stalled past the expiry) is aborted: two processes never drive one
+//! run.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use weft_core::{SessionStore, StoreError};
+use weft_llm::CancellationToken;
+
+/// A held lease on one session's run.
+pub(crate) struct Lease {
+    store: Arc<dyn SessionStore>,
+    session_id: String,
+    holder: Arc<str>,
+    ttl: Duration,
+    /// Stops the heartbeat.
+    stop: CancellationToken,
+}
+
+impl Lease {
+    /// Takes the lease for `holder`, or `None` when another holder has an unexpired one.
+    pub(crate) async fn acquire(
+        store: &Arc<dyn SessionStore>,
+        session_id: &str,
+        holder: &Arc<str>,
+        ttl: Duration,
+    ) -> Result<Option<Lease>, StoreError> {
+        if !store.acquire_lease(session_id, holder, ttl).await? {
+            return Ok(None);
+        }
+        Ok(Some(Lease {
+            store: Arc::clone(store),
+            session_id: session_id.to_owned(),
+            holder: Arc::clone(holder),
+            ttl,
+            stop: CancellationToken::new(),
+        }))
+    }
+
+    /// Renews the lease every third of its ttl until released; cancels `run` if the lease is
+    /// lost (taken over after it expired, or the store unreachable until it did).
+    pub(crate) fn keep(&self, run: CancellationToken) {
+        let (store, id, holder, ttl, stop) = (
+            Arc::clone(&self.store),
+            self.session_id.clone(),
+            Arc::clone(&self.holder),
+            self.ttl,
+            self.stop.clone(),
+        );
+        tokio::spawn(async move {
+            let every = ttl / 3;
+            let mut unreachable_since: Option<tokio::time::Instant> = None;
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(every) => {}
+                }
+                match store.renew_lease(&id, &holder, ttl).await {
+                    Ok(true) => unreachable_since = None,
+                    Ok(false) => {
+                        tracing::error!(session_id = %id, "the run's lease was taken over: aborting it here");
+                        run.cancel();
+                        return;
+                    }
+                    Err(error) => {
+                        let since =
+                            *unreachable_since.get_or_insert_with(tokio::time::Instant::now);
+                        tracing::warn!(session_id = %id, %error, "renewing the run's lease failed");
+                        if since.elapsed() >= ttl {
+                            run.cancel();
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /// Gives the lease up (the run ended, its state is saved).
+    pub(crate) async fn release(self) {
+        self.stop.cancel();
+        if let Err(error) = self.store.release_lease(&self.session_id, &self.holder).await {
+            // It expires by itself; another process may take it then.
+            tracing::warn!(session_id = %self.session_id, %error, "releasing the run's lease failed");
+        }
+    }
+}
