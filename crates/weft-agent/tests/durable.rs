@@ -408,3 +408,42 @@ async fn a_deadline_that_passed_while_no_process_ran_is_enforced_after_a_restart
     };
     assert!(r.is_error && r.text_content().contains("before its deadline"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_answer_received_by_two_processes_at_once_is_applied_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = |store| {
+        let turns = [FauxTurn::tool_call("read_page", json!({})), FauxTurn::text("Thanks.")];
+        Agent::builder(Recording::new(turns)).store(store).build().unwrap()
+    };
+    let a = agent(sqlite(&dir).await);
+    let session = a
+        .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .await
+        .unwrap();
+    let id = session.id();
+    let result = a.execute(&session, Input::text("title?")).await.unwrap().result().await;
+    let call = result.pending_tool_calls[0].clone();
+    let b = agent(sqlite(&dir).await);
+    let sb = b.session(&id).await.unwrap().unwrap();
+
+    let answer = || Input::ToolResults(vec![ToolResultMessage::ok(&call, "Weft")]);
+    let (ra, rb) = tokio::join!(a.execute(&session, answer()), b.execute(&sb, answer()));
+    let (accepted, refused): (Vec<_>, Vec<_>) = [ra, rb].into_iter().partition(Result::is_ok);
+    assert_eq!(accepted.len(), 1, "exactly one process applies the answer");
+    let refusal = refused.into_iter().next().unwrap().err().unwrap();
+    assert!(
+        matches!(
+            refusal,
+            ExecuteError::AlreadyRunning(_)
+                | ExecuteError::AlreadyAnswered(_)
+                | ExecuteError::Store(_)
+        ),
+        "{refusal}"
+    );
+    let result = accepted.into_iter().next().unwrap().unwrap().result().await;
+    assert_eq!(result.status, SessionStatus::Completed);
+    let stored = sqlite(&dir).await.load(&id).await.unwrap().unwrap();
+    let results = stored.messages.iter().filter(|m| matches!(m, Message::ToolResult(_))).count();
+    assert_eq!(results, 1, "the answer is in the conversation once");
+}
