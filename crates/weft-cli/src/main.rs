@@ -4,9 +4,9 @@
 //!
 //! | code | when |
 //! | --- | --- |
-//! | 0 | the run completed (or stdout was closed early, as by `weft run … \| head -1`) |
-//! | 1 | the run failed, was aborted, hit `--max-turns` or was suspended on tool calls |
-//! | 2 | a usage or configuration mistake (bad or contradictory flags, a bad environment variable, unknown provider, unreadable script or models file) |
+//! | 0 | the run completed (or stdout was closed early, as by `weft run … \| head -1`); a `sessions` command did what it was asked |
+//! | 1 | the run failed, was aborted, hit `--max-turns` or was suspended on tool calls; a continued session refused the prompt (it waits on tool calls, or runs elsewhere); the session store failed |
+//! | 2 | a usage or configuration mistake (bad or contradictory flags, a bad environment variable, unknown provider, unreadable script or models file, a `--store` that cannot be opened, an unknown session ID) |
 //! | 130 | the run was interrupted by Ctrl-C (SIGINT) |
 //! | 143 | the run was ended by SIGTERM |
 //!
@@ -15,7 +15,9 @@
 
 mod render;
 mod sanitize;
+mod sessions;
 mod signals;
+mod store;
 mod summary;
 mod term;
 mod tools;
@@ -29,8 +31,12 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail};
 use clap::{ArgAction, Args, Parser, Subcommand};
 use futures::{FutureExt, Stream, StreamExt};
-use weft_agent::{Agent, DEFAULT_MAX_TURNS, ExecuteResult, SessionOptions};
-use weft_core::{AgentEvent, Input, SessionStatus, ToolCall};
+use weft_agent::{
+    Agent, AgentBuilder, AgentError, DEFAULT_MAX_TURNS, ExecuteError, ExecuteResult, SessionHandle,
+    SessionOptions,
+};
+use weft_core::store::SessionHead;
+use weft_core::{AgentEvent, Input, SessionStatus, SessionStore, ToolCall};
 use weft_llm::config;
 use weft_llm::faux::{FauxProvider, FauxScript};
 use weft_llm::http::{HttpClient, RetryPolicy, Timeouts};
@@ -38,7 +44,9 @@ use weft_llm::models::ModelRegistry;
 use weft_protocol::Protocol;
 
 use crate::render::{JsonLines, Renderer, Sink};
+use crate::sessions::SessionsCommand;
 use crate::signals::{Signal, Signals};
+use crate::store::StoreArgs;
 use crate::term::Spinner;
 
 /// Weft: run LLM agents from the terminal.
@@ -56,9 +64,13 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run one prompt to its end, streaming the run to the terminal.
+    /// Run one prompt to its end, streaming the run to the terminal; the session is kept in
+    /// the session store (--session ID continues one).
     #[command(after_help = RUN_AFTER_HELP)]
     Run(RunArgs),
+    /// The sessions kept in the session store: list, show, delete.
+    #[command(subcommand, after_help = SESSIONS_AFTER_HELP)]
+    Sessions(SessionsCommand),
     /// List the models Weft knows: prices per million tokens, context window, output limit.
     Models(ModelsArgs),
 }
@@ -97,12 +109,29 @@ const RUN_AFTER_HELP: &str = concat!(
     "Faux script (--script): {\"turns\":[{\"thinking\":\"…\",\"text\":\"…\",\"toolCalls\":[{\"name\":\
      \"echo\",\"arguments\":{\"text\":\"hi\"}}],\"chunkSize\":4,\"delayMs\":0},{\"error\":\
      \"overloaded\"}]}; each model call plays the next turn.\n\n",
-    "Exit status: 0 completed; 1 failed, aborted, max turns reached or suspended on tool calls; \
-     2 usage or configuration error (including contradictory flags and bad WEFT_* or *_BASE_URL \
-     variables); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM). Both signals abort the run \
-     first, so --json output still ends with its reply frame. A failure's reason is one line \
-     on stderr."
+    "Sessions: every run is kept in a session store, the SQLite file $WEFT_HOME/weft.db by \
+     default (WEFT_HOME defaults to ~/.weft); --store memory|sqlite:PATH|postgres://… picks \
+     another. When the run starts, its session's id is printed on stderr (\"session: ID\"). \
+     --session ID continues that session: the prompt becomes a new user message in it and the \
+     model sees the whole conversation; the provider, model and system prompt stay the \
+     session's (leave them out, or give the same). A session waiting on remote tool calls or \
+     approvals, or running in another process, refuses a new prompt (exit 1). See weft \
+     sessions --help.\n\n",
+    "The faux provider plays its script's turns per session, counting them within one process: \
+     a session continued by a new weft run --session plays the script from its first turn \
+     again (the model still sees the whole conversation). Fine for demos and tests.\n\n",
+    "Exit status: 0 completed; 1 failed, aborted, max turns reached or suspended on tool calls, \
+     or a continued session refused the prompt; 2 usage or configuration error (including \
+     contradictory flags, bad WEFT_* or *_BASE_URL variables, a --store that cannot be opened \
+     and an unknown session ID); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM). Both \
+     signals abort the run first, so --json output still ends with its reply frame. A \
+     failure's reason is one line on stderr."
 );
+
+const SESSIONS_AFTER_HELP: &str = "Every command takes --store URL: memory, sqlite:PATH or \
+     postgres://… [default: the SQLite file $WEFT_HOME/weft.db, WEFT_HOME defaulting to \
+     ~/.weft]. Exit status: 0 done; 1 the store failed (or delete refused a running session); \
+     2 usage error, a --store that cannot be opened or an unknown session ID.";
 
 /// The providers that call a model over HTTP, with a model to suggest when none is given.
 const HTTP_PROVIDERS: [(&str, &str); 4] = [
@@ -117,11 +146,21 @@ struct RunArgs {
     /// The user message that starts the run.
     prompt: String,
 
+    /// Continue this session (its id, as `weft run` printed it on stderr): the prompt becomes a
+    /// new user message in it, and the model sees the whole conversation. Without it, a new
+    /// session is created.
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+
+    #[command(flatten)]
+    store: StoreArgs,
+
     /// The model provider: openai (Chat Completions, also any OpenAI-compatible server through
     /// OPENAI_BASE_URL), openai-responses, anthropic, gemini, or faux (a scripted provider for
     /// tests and offline demos; the default when --script is given). Keys and base URLs come from
     /// OPENAI_API_KEY/OPENAI_BASE_URL, ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL,
-    /// GEMINI_API_KEY/GEMINI_BASE_URL.
+    /// GEMINI_API_KEY/GEMINI_BASE_URL. With --session, the session's provider is the default
+    /// (and the only one accepted).
     #[arg(long, value_name = "NAME")]
     provider: Option<String>,
 
@@ -130,11 +169,12 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
 
-    /// The system prompt.
+    /// The system prompt of a new session (a continued session keeps its own).
     #[arg(long, value_name = "TEXT")]
     system: Option<String>,
 
-    /// The model id [default: faux for the faux provider].
+    /// The model id [default: faux for the faux provider; with --session, the session's model,
+    /// the only one accepted].
     #[arg(long, value_name = "ID")]
     model: Option<String>,
 
@@ -284,6 +324,7 @@ fn main() -> ExitCode {
     term::init_logging(cli.verbose);
     let outcome = match cli.command {
         Command::Run(args) => run_command(args),
+        Command::Sessions(command) => sessions::command(command, use_color()),
         Command::Models(args) => models_command(&args).map_err(|e| Failure::usage(&e)),
     };
     match outcome {
@@ -389,13 +430,51 @@ struct Setup {
     registry: Arc<ModelRegistry>,
 }
 
-/// `weft run`.
-fn run_command(args: RunArgs) -> Result<(), Failure> {
-    let setup = build_agent(&args).map_err(|e| Failure::usage(&e))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+/// The agent `weft run` is about to build: everything but its store.
+struct Planned {
+    builder: AgentBuilder,
+    provider: String,
+    model: String,
+    registry: Arc<ModelRegistry>,
+}
+
+impl Planned {
+    /// Builds the agent on `store`.
+    fn build(self, store: Arc<dyn SessionStore>) -> anyhow::Result<Setup> {
+        let agent = self
+            .builder
+            .store(store)
+            .build()
+            .map_err(|e| anyhow!("cannot set up the agent: {e}"))?;
+        Ok(Setup { agent, provider: self.provider, model: self.model, registry: self.registry })
+    }
+}
+
+/// What `weft run` does with a session.
+enum Plan<'a> {
+    /// Creates one, for this agent.
+    New(Box<Planned>),
+    /// Continues the one with this id.
+    Continue(&'a str),
+}
+
+/// The async runtime of a command.
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| Failure::run(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| Failure::run(format!("cannot start the async runtime: {e}")))
+}
+
+/// `weft run`.
+fn run_command(args: RunArgs) -> Result<(), Failure> {
+    // A new session: every mistake in the flags is found before the store is touched. A
+    // continued one: the session's head says which provider and model the flags must match.
+    let plan = match args.session.as_deref() {
+        None => Plan::New(Box::new(build_agent(&args, None).map_err(|e| Failure::usage(&e))?)),
+        Some(id) => Plan::Continue(id),
+    };
+    let runtime = runtime()?;
     let stdout = BufWriter::new(io::stdout());
     let protocol = args.protocol.or(args.json.then_some(Protocol::Loom));
     let terminal_view = protocol.is_none();
@@ -404,18 +483,33 @@ fn run_command(args: RunArgs) -> Result<(), Failure> {
     } else {
         Box::new(Renderer::new(stdout, use_color()))
     };
-    let started = Instant::now();
     runtime.block_on(async {
         let mut signals = Signals::new();
+        let store = args.store.open().await.map_err(|e| Failure::usage(&e))?;
+        let (setup, session) = match plan {
+            Plan::New(planned) => {
+                let setup = planned.build(store).map_err(|e| Failure::usage(&e))?;
+                let session = setup
+                    .agent
+                    .create_session(SessionOptions::default())
+                    .await
+                    .map_err(|e| Failure::run(format!("cannot create the session: {e}")))?;
+                (setup, session)
+            }
+            Plan::Continue(id) => continued(&args, id, store).await?,
+        };
+        let started = Instant::now();
         let agent = &setup.agent;
-        let session = agent
-            .create_session(SessionOptions::default())
-            .await
-            .map_err(|e| Failure::usage(&e.into()))?;
-        let mut stream = agent
-            .execute(&session, Input::text(args.prompt.clone()))
-            .await
-            .map_err(|e| Failure::run(format!("cannot start the run: {e}")))?;
+        let mut stream = agent.execute(&session, Input::text(args.prompt.clone())).await.map_err(
+            |e| match e {
+                // The session's own reasons, as they are.
+                ExecuteError::AwaitingToolCalls { .. } | ExecuteError::AlreadyRunning(_) => {
+                    Failure::run(e.to_string())
+                }
+                other => Failure::run(format!("cannot start the run: {other}")),
+            },
+        )?;
+        term::eprint_line(&format!("session: {}", sanitize::visible(&session.id())));
         let abort = stream.abort_handle();
         let mut spinner = Spinner::for_stderr();
         let driven =
@@ -447,18 +541,49 @@ fn run_command(args: RunArgs) -> Result<(), Failure> {
     })
 }
 
+/// The agent and the session of `weft run --session ID`: the flags are checked against the
+/// stored session (its provider, model and system prompt), then the session is loaded.
+async fn continued(
+    args: &RunArgs,
+    id: &str,
+    store: Arc<dyn SessionStore>,
+) -> Result<(Setup, SessionHandle), Failure> {
+    let head = match store.head(id).await {
+        Ok(Some(head)) => head,
+        Ok(None) => return Err(sessions::unknown_session(id)),
+        Err(e) => return Err(Failure::run(e.to_string())),
+    };
+    let planned = build_agent(args, Some(&head)).map_err(|e| Failure::usage(&e))?;
+    let setup = planned.build(store).map_err(|e| Failure::usage(&e))?;
+    let session = match setup.agent.session(id).await {
+        Ok(Some(session)) => session,
+        // Deleted in between.
+        Ok(None) => return Err(sessions::unknown_session(id)),
+        Err(AgentError::Store(e)) => return Err(Failure::run(e.to_string())),
+        // The session's own tools clash with the built-in ones.
+        Err(e) => return Err(Failure::usage(&anyhow!("cannot continue session {id}: {e}"))),
+    };
+    Ok((setup, session))
+}
+
 /// The agent `args` describe: provider, model, system prompt, limits and the built-in tools.
 /// Every mistake in them (contradictory flags, a bad file or environment variable) is found
-/// here, before anything runs.
-fn build_agent(args: &RunArgs) -> anyhow::Result<Setup> {
-    let provider = match (args.provider.as_deref(), &args.script) {
-        (Some(name), _) => name,
-        (None, Some(_)) => "faux",
-        (None, None) => bail!(
+/// here, before anything runs. `head` is the session `--session` continues: its provider and
+/// model are the defaults, and flags that contradict it (another provider, model or system
+/// prompt) are refused, since a stored session keeps its own.
+fn build_agent(args: &RunArgs, head: Option<&SessionHead>) -> anyhow::Result<Planned> {
+    let provider = match (args.provider.as_deref(), &args.script, head) {
+        (Some(name), _, _) => name,
+        (None, Some(_), _) => "faux",
+        (None, None, Some(head)) => head.provider.as_str(),
+        (None, None, None) => bail!(
             "no provider: use --provider openai|openai-responses|anthropic|gemini --model ID, \
              or --provider faux --script FILE"
         ),
     };
+    if let Some(head) = head {
+        check_continuation(args, provider, head)?;
+    }
     let http = HTTP_PROVIDERS.iter().find(|(n, _)| *n == provider);
     if provider != "faux" && http.is_none() {
         bail!(
@@ -474,10 +599,19 @@ fn build_agent(args: &RunArgs) -> anyhow::Result<Setup> {
                 bail!("{flag} is for HTTP providers: the faux provider makes no HTTP calls");
             }
             let Some(path) = &args.script else {
+                if let Some(head) = head {
+                    bail!(
+                        "session {} was run by the faux provider: continue it with --script FILE",
+                        sanitize::visible(&head.id)
+                    );
+                }
                 bail!("--provider faux needs --script FILE (a JSON script of the model's turns)");
             };
             let script = FauxScript::from_file(path)?;
-            let model = args.model.clone().unwrap_or_else(|| "faux".to_string());
+            let model = match head {
+                Some(head) => head.model.clone(),
+                None => args.model.clone().unwrap_or_else(|| "faux".to_string()),
+            };
             let faux = FauxProvider::new(script).with_registry(registry.clone());
             (Agent::builder(faux), model)
         }
@@ -488,7 +622,7 @@ fn build_agent(args: &RunArgs) -> anyhow::Result<Setup> {
                      --provider faux)"
                 );
             }
-            let Some(model) = args.model.clone() else {
+            let Some(model) = args.model.clone().or_else(|| head.map(|h| h.model.clone())) else {
                 bail!("--provider {name} needs --model ID (for example --model {example})");
             };
             let mut settings = config::settings_from_process_env(name)?;
@@ -501,8 +635,40 @@ fn build_agent(args: &RunArgs) -> anyhow::Result<Setup> {
     if let Some(system) = &args.system {
         builder = builder.system_prompt(system.clone());
     }
-    let agent = builder.build().map_err(|e| anyhow!("cannot set up the agent: {e}"))?;
-    Ok(Setup { agent, provider: provider.to_string(), model, registry })
+    Ok(Planned { builder, provider: provider.to_string(), model, registry })
+}
+
+/// Refuses flags that contradict the session `--session` continues: a stored session keeps the
+/// provider, model and system prompt it was created with.
+fn check_continuation(args: &RunArgs, provider: &str, head: &SessionHead) -> anyhow::Result<()> {
+    let id = sanitize::visible(&head.id);
+    let shown = |text: &str| sanitize::visible(text);
+    if provider != head.provider {
+        bail!(
+            "session {id} was run by provider {}: continue it with --provider {} (or without \
+             --provider); a session cannot change provider",
+            shown(&head.provider),
+            shown(&head.provider)
+        );
+    }
+    if let Some(model) = args.model.as_deref()
+        && model != head.model
+    {
+        bail!(
+            "session {id} uses model {}: continue it with that model (or without --model); a \
+             session cannot change model",
+            shown(&head.model)
+        );
+    }
+    if let Some(system) = args.system.as_deref()
+        && Some(system) != head.system_prompt.as_deref()
+    {
+        bail!(
+            "session {id} keeps the system prompt it was created with: continue it without \
+             --system"
+        );
+    }
+    Ok(())
 }
 
 /// The HTTP client of a run: timeouts and retries from the WEFT_* variables, each overridden by
@@ -667,7 +833,7 @@ mod tests {
         else {
             panic!("a provider name is parsed as text, and checked later")
         };
-        let err = build_agent(&args).err().map(|e| e.to_string()).unwrap_or_default();
+        let err = build_agent(&args, None).err().map(|e| e.to_string()).unwrap_or_default();
         assert_eq!(
             err,
             "--provider anthropic needs --model ID (for example --model claude-sonnet-4-20250514)"

@@ -33,7 +33,7 @@ pub(crate) fn line(result: &ExecuteResult, model: &str, priced: bool, elapsed: D
 }
 
 /// `1200 in (1000 cached, 200 cache writes), 56 out (20 reasoning)`.
-fn tokens(usage: &Usage) -> String {
+pub(crate) fn tokens(usage: &Usage) -> String {
     let input = usage.input.saturating_add(usage.cache_read).saturating_add(usage.cache_write);
     let mut text = format!("{input} in");
     let cached: Vec<String> = [(usage.cache_read, "cached"), (usage.cache_write, "cache writes")]
@@ -53,7 +53,7 @@ fn tokens(usage: &Usage) -> String {
 
 /// US dollars: `$0`, `$15.00`, `$0.0035`, `$1.234568` (at most six decimals, at least two), or
 /// `<$0.000001` for a cost too small to show.
-fn dollars(amount: f64) -> String {
+pub(crate) fn dollars(amount: f64) -> String {
     if amount == 0.0 || !amount.is_finite() {
         return if amount.is_finite() { "$0".into() } else { format!("${amount}") };
     }

@@ -65,10 +65,26 @@ const WEFT_VARS: [&str; 11] = [
 ];
 
 /// `weft` with `args`, colour off, its output piped, none of the test's own `WEFT_*`, key, base
-/// URL or `RUST_LOG` variables.
+/// URL or `RUST_LOG` variables. A `weft run` that names no store keeps its session in memory
+/// (`--store memory` is added), and `WEFT_HOME` is a path no directory can be made at, so that
+/// nothing ever reaches the real `~/.weft`: a test that wants the default store uses [`Home`].
 fn weft(args: &[&str]) -> Command {
+    let mut cmd = weft_with_home(args, &unusable_home());
+    if args.first() == Some(&"run") && !args.contains(&"--store") {
+        cmd.args(["--store", "memory"]);
+    }
+    cmd
+}
+
+/// A `WEFT_HOME` under a file (the weft binary itself): opening the default store there fails.
+fn unusable_home() -> PathBuf {
+    std::path::Path::new(env!("CARGO_BIN_EXE_weft")).join("no-weft-home")
+}
+
+/// `weft` with `args` as [`weft`] runs it, but with `WEFT_HOME` at `home` and nothing added.
+fn weft_with_home(args: &[&str], home: &std::path::Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_weft"));
-    cmd.args(args).env("NO_COLOR", "1").stdin(Stdio::null());
+    cmd.args(args).env("NO_COLOR", "1").env("WEFT_HOME", home).stdin(Stdio::null());
     for var in WEFT_VARS {
         cmd.env_remove(var);
     }
@@ -96,8 +112,8 @@ fn one_stderr_line(o: &Output) -> String {
     err.trim_end().to_string()
 }
 
-/// The reason a failed run gives: stderr's last line, one line; before it only the run's summary
-/// line (terminal view) and log lines (` WARN …`).
+/// The reason a failed run gives: stderr's last line, one line; before it only the session's
+/// id, the run's summary line (terminal view) and log lines (` WARN …`).
 fn reason_line(o: &Output) -> String {
     let err = stderr(o);
     assert!(err.ends_with('\n'), "{err:?}");
@@ -105,11 +121,36 @@ fn reason_line(o: &Output) -> String {
     let (reason, before) = lines.split_last().unwrap_or_else(|| panic!("no reason on stderr"));
     assert!(reason.starts_with("weft: "), "{err:?}");
     assert!(before.iter().filter(|l| l.starts_with("tokens: ")).count() <= 1, "{err:?}");
+    assert!(before.iter().filter(|l| l.starts_with("session: ")).count() <= 1, "{err:?}");
     assert!(
-        before.iter().all(|l| l.starts_with("tokens: ") || l.contains("WARN")),
-        "more than a summary and warnings before the reason: {err:?}"
+        before
+            .iter()
+            .all(|l| l.starts_with("tokens: ") || l.starts_with("session: ") || l.contains("WARN")),
+        "more than the session, a summary and warnings before the reason: {err:?}"
     );
     reason.to_string()
+}
+
+/// The session id a run printed on stderr, `session: ID`: once, before the summary and the
+/// reason (log lines of the run, such as warnings, may come before it).
+fn session_id(o: &Output) -> String {
+    let err = stderr(o);
+    let mut lines = err.lines().filter_map(|l| l.strip_prefix("session: "));
+    let id = lines.next().unwrap_or_else(|| panic!("no session line: {err:?}"));
+    assert!(lines.next().is_none(), "{err:?}");
+    assert!(!id.is_empty() && !id.contains(' '), "{err:?}");
+    let at = |prefix: &str| err.lines().position(|l| l.starts_with(prefix));
+    let session = at("session: ");
+    for later in ["tokens: ", "weft: "] {
+        assert!(at(later).is_none_or(|line| Some(line) > session), "{err:?}");
+    }
+    id.to_string()
+}
+
+/// stderr without its session line (see [`session_id`]).
+fn stderr_after_session(o: &Output) -> String {
+    let id = session_id(o);
+    stderr(o).replacen(&format!("session: {id}\n"), "", 1)
 }
 
 /// The summary line of a terminal run (on stderr).
@@ -147,8 +188,8 @@ fn text_run_streams_thinking_and_text_and_exits_0() {
     let o = run(&["run", "Hi", "--provider", "faux", "--script", script.path()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o), "thinking: A greeting.\nHello there, traveller!\n");
-    // stderr has the summary line and nothing else.
-    let err = stderr(&o);
+    // stderr has the session's id, the summary line and nothing else.
+    let err = stderr_after_session(&o);
     assert!(err.starts_with("tokens: 0 in, 0 out · cost: $0") && err.lines().count() == 1, "{err}");
 }
 
@@ -279,7 +320,9 @@ fn a_failed_model_call_exits_1_with_its_reason() {
     // Also with --json, where stdout still ends with the run's reply frame.
     let o = run(&["run", "Hi", "--json", "--script", script.path()]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(one_stderr_line(&o).contains("overloaded"), "no summary line with --json");
+    let err = stderr_after_session(&o);
+    assert!(err.starts_with("weft: ") && err.contains("overloaded"), "{err}");
+    assert_eq!(err.lines().count(), 1, "no summary line with --json: {err}");
     let last: Value = serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
     assert_eq!((&last["reply"], &last["status"]), (&json!(""), &json!("error")), "{last}");
 }
@@ -356,9 +399,23 @@ fn help_lists_run_and_documents_the_built_in_tools() {
         "--verbose",
         "143",
         "tokens: ",
+        "--session",
+        "--store",
+        "$WEFT_HOME/weft.db",
+        "~/.weft",
+        "postgres://",
+        "first turn",
     ] {
         assert!(help.contains(needle), "{needle} missing from:\n{help}");
     }
+    let o = run(&["sessions", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    let help = stdout(&o);
+    for needle in ["list", "show", "delete", "--store", "$WEFT_HOME/weft.db"] {
+        assert!(help.contains(needle), "{needle} missing from:\n{help}");
+    }
+    let o = run(&["sessions", "list", "--help"]);
+    assert!(stdout(&o).contains("--limit"), "{}", stdout(&o));
 }
 
 #[cfg(unix)]
@@ -417,7 +474,7 @@ fn a_closed_stdout_ends_the_run_quietly() {
         let err = stderr_of(&mut child);
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(0), "json={json}: {err}");
-        assert_eq!(err, "", "json={json}");
+        assert!(err.starts_with("session: ") && err.lines().count() == 1, "json={json}: {err}");
     }
 }
 
@@ -450,6 +507,8 @@ fn ctrl_c_aborts_the_run_keeps_what_streamed_and_exits_130() {
     }
     assert_eq!(status.code(), Some(130), "{err}");
     assert_eq!(out, "partial answer\n");
+    let (session, err) = err.split_once('\n').unwrap();
+    assert!(session.starts_with("session: "), "{session}");
     let (summary, reason) = err.split_once('\n').unwrap();
     assert!(summary.starts_with("tokens: "), "{err}");
     assert_eq!(reason, "weft: interrupted: the run was aborted\n");
@@ -946,12 +1005,12 @@ fn the_summary_line_gives_tokens_cost_model_and_time() {
         "tokens: 500 in (400 cached), 50 out (20 reasoning) · cost: $0.24 · model: faux-pro"
     );
     assert!(time.ends_with('s') && !time.contains(' '), "{line}");
-    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert_eq!(stderr_after_session(&o).lines().count(), 1, "{}", stderr(&o));
 
     // The same run in JSON: no summary, stdout is JSON only.
     let o = run(&["run", "Hi", "--json", "--script", script.path(), "--models", models.path()]);
     assert_eq!(o.status.code(), Some(0));
-    assert_eq!(stderr(&o), "");
+    assert_eq!(stderr_after_session(&o), "");
     assert!(stdout(&o).lines().all(|l| l.starts_with('{')));
 
     // An answer cut at the output limit says so.
@@ -1073,7 +1132,9 @@ fn sigterm_aborts_the_run_like_ctrl_c_and_exits_143() {
         out.push_str(&String::from_utf8(chunk).unwrap());
     }
     assert_eq!(status.code(), Some(143), "{err}");
-    assert_eq!(err, "weft: terminated: the run was aborted\n");
+    assert!(err.starts_with("session: "), "{err}");
+    assert!(err.ends_with("\nweft: terminated: the run was aborted\n"), "{err}");
+    assert_eq!(err.lines().count(), 2, "{err}");
     let last: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     assert_eq!((&last["reply"], &last["status"]), (&json!("partial"), &json!("aborted")), "{last}");
 
@@ -1089,4 +1150,469 @@ fn sigterm_aborts_the_run_like_ctrl_c_and_exits_143() {
     let err = stderr_of(&mut child);
     assert_eq!(child.wait().unwrap().code(), Some(143), "{err}");
     assert!(err.ends_with("\nweft: terminated: the run was aborted\n"), "{err}");
+}
+
+// Issue #9: sessions in the store.
+
+/// A `WEFT_HOME` of its own (a temporary directory, removed when dropped).
+struct Home(tempfile::TempDir);
+
+impl Home {
+    fn new() -> Self {
+        Self(tempfile::Builder::new().prefix("weft-cli-home-").tempdir().unwrap())
+    }
+
+    /// `weft` with `args` in this home (nothing added: no `--store` means the default store).
+    fn weft(&self, args: &[&str]) -> Command {
+        weft_with_home(args, self.0.path())
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.weft(args).output().unwrap()
+    }
+
+    /// The default store's file.
+    fn db(&self) -> PathBuf {
+        self.0.path().join("weft.db")
+    }
+
+    /// `weft sessions show ID --json` (with `extra` flags), parsed.
+    fn show_json(&self, id: &str, extra: &[&str]) -> Value {
+        let mut args = vec!["sessions", "show", id, "--json"];
+        args.extend_from_slice(extra);
+        let o = self.run(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)))
+    }
+}
+
+/// The role and text of each message of `show --json`'s session.
+fn conversation(shown: &Value) -> Vec<(String, String)> {
+    let messages = shown["messages"].as_array().unwrap();
+    messages
+        .iter()
+        .map(|m| {
+            let text: String = m["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|b| b["type"] == "text")
+                .map(|b| b["text"].as_str().unwrap())
+                .collect();
+            (m["role"].as_str().unwrap().to_string(), text)
+        })
+        .collect()
+}
+
+fn priced_faux() -> (Script, Script) {
+    let script = Script::new(
+        "stored",
+        &json!({"turns": [
+            {"thinking": "A greeting.", "text": "Hello!", "toolCalls": [
+                {"id": "c1", "name": "echo", "arguments": {"text": "hi"}}
+            ], "usage": {"input": 100, "output": 50}},
+            {"text": "Echoed.", "usage": {"input": 10, "output": 5}}
+        ]}),
+    );
+    // $1000 per million input tokens, $2000 per million output: step 0 costs
+    // 100 × 0.001 + 50 × 0.002 = $0.20, step 1 $0.02.
+    let models = Script::new(
+        "stored-models",
+        &json!({"models": [{"provider": "faux", "id": "faux-pro",
+            "prices": {"input": 1000, "output": 2000}}]}),
+    );
+    (script, models)
+}
+
+#[test]
+fn a_run_is_kept_in_the_default_store_and_continued_with_its_session_id() {
+    let home = Home::new();
+    let (script, models) = priced_faux();
+    let faux = ["--script", script.path(), "--models", models.path()];
+    let mut args = vec!["run", "Hi", "--model", "faux-pro"];
+    args.extend(faux);
+    let o = home.run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let id = session_id(&o);
+    assert!(home.db().is_file(), "the default store is $WEFT_HOME/weft.db");
+    assert_eq!(
+        stdout(&o),
+        "thinking: A greeting.\nHello!\n[tool] echo {\"text\":\"hi\"}\n  hi\n[tool] echo: ok\nEchoed.\n"
+    );
+
+    // Continued in a new process: the model (the faux script, from its first turn again in a
+    // new process) answers after the whole first exchange.
+    let mut args = vec!["run", "And again?", "--session", &id];
+    args.extend(faux);
+    let o = home.run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(session_id(&o), id);
+    assert!(summary_line(&o).contains("model: faux-pro"), "the session's model: {}", stderr(&o));
+    let shown = home.show_json(&id, &[]);
+    let roles: Vec<String> = conversation(&shown).into_iter().map(|(role, _)| role).collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "toolResult",
+            "assistant",
+            "user",
+            "assistant",
+            "toolResult",
+            "assistant"
+        ]
+    );
+    let texts = conversation(&shown);
+    assert_eq!((texts[0].1.as_str(), texts[4].1.as_str()), ("Hi", "And again?"));
+    assert_eq!(shown["head"]["messageCount"], 8);
+    assert_eq!(shown["head"]["status"], "completed");
+    assert_eq!(shown["steps"].as_array().unwrap().len(), 4);
+    assert_eq!(shown["steps"][2]["stepIndex"], 2);
+
+    // The human view: the conversation, the steps with tokens and cost, the totals.
+    let o = home.run(&["sessions", "show", &id]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    at(
+        &out,
+        &format!(
+            "session {id}\nstatus: completed · provider: faux · model: faux-pro · 8 messages · 4 steps\n"
+        ),
+    );
+    let first = at(
+        &out,
+        "user:\n  Hi\nassistant (faux-pro):\n  thinking: A greeting.\n  Hello!\n  \
+         [tool] echo {\"text\":\"hi\"} (c1)\ntool result (echo, c1): ok\n  hi\n\
+         assistant (faux-pro):\n  Echoed.\nuser:\n  And again?\n",
+    );
+    let steps = at(&out, "\nsteps:\n  step 0 · model faux-pro · ");
+    assert!(first < steps, "{out}");
+    at(&out, " · tokens: 100 in, 50 out · cost: $0.20\n    tool echo (c1) · ");
+    at(&out, "  step 3 · model faux-pro · ");
+    assert!(
+        out.ends_with("total: tokens: 220 in, 110 out · cost: $0.44 · status: completed\n"),
+        "{out}"
+    );
+
+    // Listed, most recent first; --limit keeps the newest.
+    let o = home.run(&["run", "Another", "--script", script.path()]);
+    let newest = session_id(&o);
+    let o = home.run(&["sessions", "list"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    for column in ["id", "status", "model", "messages", "updated", "cost"] {
+        assert!(lines[0].contains(column), "{out}");
+    }
+    assert!(lines[1].starts_with(&newest), "{out}");
+    assert!(lines[2].starts_with(&id), "{out}");
+    let row: Vec<&str> = lines[2].split_whitespace().collect();
+    assert_eq!((row[1], row[2], row[3], row[5]), ("completed", "faux-pro", "8", "$0.44"), "{out}");
+    let o = home.run(&["sessions", "list", "--limit", "1"]);
+    assert_eq!(stdout(&o).lines().count(), 2, "{}", stdout(&o));
+    let o = home.run(&["sessions", "list", "--json"]);
+    let heads: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(heads[1]["id"], json!(id));
+
+    // Deleted: gone for show, delete and --session alike.
+    let o = home.run(&["sessions", "delete", &id]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("deleted session {id}\n"));
+    for args in [
+        vec!["sessions", "show", &id],
+        vec!["sessions", "delete", &id],
+        vec!["run", "Hi", "--session", &id, "--script", script.path()],
+    ] {
+        let o = home.run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(one_stderr_line(&o), format!("weft: unknown session ID {id}"));
+    }
+    let o = home.run(&["sessions", "list"]);
+    assert!(!stdout(&o).contains(&id) && stdout(&o).contains(&newest), "{}", stdout(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_continued_session_sends_the_model_the_whole_conversation() {
+    let server = MockServer::start(vec![
+        MockResponse::sse(&dialect_fixture("openai", "text.sse")),
+        MockResponse::sse(&dialect_fixture("openai", "text.sse")),
+    ])
+    .await;
+    let home = Home::new();
+    let url = format!("{}/v1", server.url());
+    let openai = move |home: &Home, args: &[&str]| {
+        let mut cmd = home.weft(args);
+        cmd.env("OPENAI_API_KEY", "k").env("OPENAI_BASE_URL", &url);
+        cmd.output().unwrap()
+    };
+    // The server answers on this runtime: the processes are waited for on a blocking thread.
+    let (home, (first, second)) = tokio::task::spawn_blocking(move || {
+        let o = openai(&home, &["run", "What is up?", "--provider", "openai", "--model", "m-7"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        // The provider and the model are the session's: no need to repeat them.
+        let second = openai(&home, &["run", "And then?", "--session", &session_id(&o)]);
+        (home, (o, second))
+    })
+    .await
+    .unwrap();
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    let id = session_id(&first);
+    assert_eq!(session_id(&second), id);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let sent = requests[1].json();
+    assert_eq!(sent["model"], "m-7");
+    let messages = sent["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "user"], "{sent}");
+    let answer = &conversation(&home.show_json(&id, &[]))[1].1;
+    assert!(!answer.is_empty());
+    assert!(messages[0].to_string().contains("What is up?"), "{sent}");
+    assert!(messages[1].to_string().contains(answer.as_str()), "{sent}");
+    assert!(messages[2].to_string().contains("And then?"), "{sent}");
+
+    // Flags that contradict the stored session are refused before anything is sent (so these
+    // processes may be waited for right here).
+    for (flags, what) in [
+        (vec!["--provider", "anthropic", "--model", "m-7"], "provider"),
+        (vec!["--model", "m-8"], "model"),
+        (vec!["--system", "Be brief."], "system prompt"),
+    ] {
+        let mut args = vec!["run", "Hi", "--session", &id];
+        args.extend(flags);
+        let mut cmd = home.weft(&args);
+        cmd.env("OPENAI_API_KEY", "k").env("ANTHROPIC_API_KEY", "k");
+        let o = cmd.output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(one_stderr_line(&o).contains(what), "{}", stderr(&o));
+    }
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[test]
+fn unknown_sessions_and_bad_stores_exit_2_with_one_line() {
+    let home = Home::new();
+    let script = Script::new("unknown-session", &json!({"turns": [{"text": "ok"}]}));
+    let o = home.run(&["run", "Hi", "--session", "no-such-id", "--script", script.path()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(one_stderr_line(&o), "weft: unknown session ID no-such-id");
+    assert_eq!(stdout(&o), "");
+
+    let home = Home::new();
+    for store in ["mysql://admin:hunter2@127.0.0.1/weft", "sqlite:", "", "redis:"] {
+        for args in [
+            vec!["run", "Hi", "--script", script.path(), "--store", store],
+            vec!["sessions", "list", "--store", store],
+            vec!["sessions", "show", "x", "--store", store],
+            vec!["sessions", "delete", "x", "--store", store],
+        ] {
+            let o = home.run(&args);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+            let line = one_stderr_line(&o);
+            assert!(line.starts_with("weft: invalid --store: "), "{line}");
+            for form in ["`memory`", "`sqlite:PATH`", "`postgres://…`"] {
+                assert!(line.contains(form), "{form} not named: {line}");
+            }
+            assert!(!line.contains("hunter2"), "{line}");
+        }
+    }
+    // A store that cannot be opened: exit 2, and the URL's password is never shown.
+    let o = home.run(&[
+        "run",
+        "Hi",
+        "--script",
+        script.path(),
+        "--store",
+        &format!("postgres://admin:hunter2@127.0.0.1:{}/weft", provider_kit::refused_port()),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let line = one_stderr_line(&o);
+    assert!(line.starts_with("weft: cannot open the session store: "), "{line}");
+    assert!(!line.contains("hunter2"), "{line}");
+    assert!(!home.db().exists(), "no default store was made");
+
+    // A WEFT_HOME where no directory can be made.
+    let o = run(&["sessions", "list"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(one_stderr_line(&o).contains("cannot open the session store"), "{}", stderr(&o));
+}
+
+#[test]
+fn store_memory_keeps_the_session_in_the_process_only() {
+    let home = Home::new();
+    let script = Script::new("memory", &json!({"turns": [{"text": "Hello."}]}));
+    let o = home.run(&["run", "Hi", "--script", script.path(), "--store", "memory"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Hello.\n");
+    let id = session_id(&o);
+    assert!(!home.db().exists(), "nothing written to $WEFT_HOME");
+    let o = home.run(&["sessions", "list", "--store", "memory"]);
+    assert_eq!((o.status.code(), stdout(&o).as_str()), (Some(0), "no sessions\n"));
+    let o =
+        home.run(&["run", "Hi", "--session", &id, "--script", script.path(), "--store", "memory"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!home.db().exists());
+
+    // sqlite:PATH is a file of its own.
+    let file = home.0.path().join("elsewhere.db");
+    let url = format!("sqlite:{}", file.display());
+    let o = home.run(&["run", "Hi", "--script", script.path(), "--store", &url]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(file.is_file() && !home.db().exists());
+    let shown = home.show_json(&session_id(&o), &["--store", &url]);
+    assert_eq!(shown["messages"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_session_waiting_on_tool_calls_refuses_a_new_prompt() {
+    use std::sync::Arc;
+    use weft_agent::{Agent, SessionOptions};
+    use weft_core::{Input, ToolSpec};
+    use weft_llm::faux::{FauxProvider, FauxScript, FauxTurn};
+
+    let home = Home::new();
+    // A session suspended on a remote tool call, as a server would leave it.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let id = runtime.block_on(async {
+        let store = weft_store::SqliteStore::open(home.db()).await.unwrap();
+        let turn = FauxTurn::tool_call("read_page", json!({"selector": "h1"}));
+        let agent = Agent::builder(FauxProvider::new(FauxScript::new([turn])))
+            .model("faux")
+            .store(Arc::new(store))
+            .build()
+            .unwrap();
+        let tools = vec![ToolSpec::new("read_page", "Reads the page.", json!({"type": "object"}))];
+        let session = agent
+            .create_session(SessionOptions { tools, ..SessionOptions::default() })
+            .await
+            .unwrap();
+        let result = agent.execute(&session, Input::text("Read it")).await.unwrap().result().await;
+        assert_eq!(result.status, SessionStatus::AwaitingToolExecution);
+        session.id()
+    });
+    drop(runtime);
+
+    let script = Script::new("suspended", &json!({"turns": [{"text": "never"}]}));
+    let o = home.run(&["run", "Something else", "--session", &id, "--script", script.path()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let line = one_stderr_line(&o);
+    assert!(line.contains("is waiting on tool calls") && line.contains(&id), "{line}");
+    assert_eq!(stdout(&o), "");
+    // Nothing changed, and show says what it waits for.
+    let shown = home.show_json(&id, &[]);
+    assert_eq!(shown["head"]["status"], "awaiting_tool_execution");
+    assert_eq!(shown["messages"].as_array().unwrap().len(), 2);
+    let o = home.run(&["sessions", "show", &id]);
+    let out = stdout(&o);
+    assert!(out.contains("remote tools: read_page\n"), "{out}");
+    assert!(out.contains("[tool] read_page {\"selector\":\"h1\"}"), "{out}");
+    let total = out.lines().last().unwrap();
+    assert!(
+        total.contains("· status: awaiting_tool_execution · awaiting results of read_page ("),
+        "{out}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_session_running_elsewhere_refuses_a_second_run() {
+    let home = Home::new();
+    let stall = Script::new("running", &json!({"turns": [{"text": "partial", "stall": true}]}));
+    let mut child = home
+        .weft(&["run", "Hi", "--json", "--script", stall.path()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rx = read_stdout(&mut child);
+    wait_for(&mut child, &rx, "\"message_chunk\"");
+    // The running session is the only one.
+    let o = home.run(&["sessions", "list", "--json"]);
+    let heads: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(heads[0]["status"], "running", "{heads}");
+    let id = heads[0]["id"].as_str().unwrap().to_string();
+
+    let text = Script::new("after", &json!({"turns": [{"text": "Later."}]}));
+    let o = home.run(&["run", "Me too", "--session", &id, "--script", text.path()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let line = one_stderr_line(&o);
+    assert!(line.contains("is already running") && line.contains(&id), "{line}");
+    // Nor is it deleted from under its run, unless forced.
+    let o = home.run(&["sessions", "delete", &id]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(one_stderr_line(&o).contains("--force"), "{}", stderr(&o));
+
+    terminate(&child);
+    let err = stderr_of(&mut child);
+    assert_eq!(child.wait().unwrap().code(), Some(143), "{err}");
+    assert!(err.lines().any(|l| l == format!("session: {id}")), "{err}");
+    assert_eq!(home.show_json(&id, &[])["head"]["status"], "aborted");
+
+    // Aborted, it takes a new prompt.
+    let o = home.run(&["run", "Again", "--session", &id, "--script", text.path()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Later.\n");
+    let texts = conversation(&home.show_json(&id, &[]));
+    assert_eq!(
+        texts,
+        [
+            ("user".to_string(), "Hi".to_string()),
+            ("assistant".to_string(), "partial".to_string()),
+            ("user".to_string(), "Again".to_string()),
+            ("assistant".to_string(), "Later.".to_string()),
+        ]
+    );
+}
+
+/// The Postgres database of the tests, or `None` (saying so) when there is none; under `CI=true`
+/// a missing database is a failure.
+fn postgres_url() -> Option<String> {
+    match std::env::var("WEFT_TEST_POSTGRES_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "WEFT_TEST_POSTGRES_URL is not set under CI: the Postgres store must be tested \
+                 (eval \"$(bash .ci/postgres.sh)\" sets it)"
+            );
+            eprintln!(
+                "SKIPPED: set WEFT_TEST_POSTGRES_URL to run weft against a Postgres store \
+                 (eval \"$(bash .ci/postgres.sh)\")"
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn a_postgres_store_keeps_sessions_too() {
+    let Some(url) = postgres_url() else { return };
+    let home = Home::new();
+    let (script, models) = priced_faux();
+    let faux = ["--script", script.path(), "--models", models.path(), "--store", &url];
+    let mut args = vec!["run", "Hi", "--model", "faux-pro"];
+    args.extend(faux);
+    let o = home.run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let id = session_id(&o);
+    let mut args = vec!["run", "More", "--session", &id];
+    args.extend(faux);
+    let o = home.run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    let shown = home.show_json(&id, &["--store", &url]);
+    assert_eq!(shown["messages"].as_array().unwrap().len(), 8);
+    assert_eq!(shown["steps"].as_array().unwrap().len(), 4);
+    let o = home.run(&["sessions", "show", &id, "--store", &url]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains(" · tokens: 100 in, 50 out · cost: $0.20\n"), "{}", stdout(&o));
+    let o = home.run(&["sessions", "list", "--store", &url, "--limit", "100"]);
+    assert!(stdout(&o).contains(&id), "{}", stdout(&o));
+    let o = home.run(&["sessions", "delete", &id, "--store", &url]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = home.run(&["sessions", "show", &id, "--store", &url]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!home.db().exists(), "the default store was not touched");
 }
