@@ -332,6 +332,12 @@ impl Hub {
                     }
                     continue;
                 }
+                if !in_memory && next <= last {
+                    // No store, and memory no longer has `next` (an earlier run's): what there
+                    // is starts at the current run.
+                    next = hub.first_in_memory().unwrap_or(last + 1).max(next);
+                    continue;
+                }
                 if live {
                     published.await;
                     continue;

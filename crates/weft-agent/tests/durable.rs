@@ -447,3 +447,26 @@ async fn one_answer_received_by_two_processes_at_once_is_applied_once() {
     let results = stored.messages.iter().filter(|m| matches!(m, Message::ToolResult(_))).count();
     assert_eq!(results, 1, "the answer is in the conversation once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_store_a_watcher_from_an_old_seq_gets_the_current_run() {
+    let provider = Recording::new([
+        FauxTurn::text("first answer"),
+        FauxTurn::text(prose(4_000)).with_chunk_size(4).with_delay_ms(1),
+    ]);
+    let agent = Agent::builder(provider).build().unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
+    agent.execute(&session, Input::text("one")).await.unwrap().result().await;
+    let stream = agent.execute(&session, Input::text("two")).await.unwrap();
+    // Memory keeps only the run under way; a watcher asking for seq 1 on gets all of that run.
+    let watched: Vec<_> =
+        tokio::time::timeout(Duration::from_secs(30), session.subscribe(0).collect::<Vec<_>>())
+            .await
+            .expect("the watcher follows the run to its end");
+    let own: Vec<(u64, AgentEvent)> = stream.sequenced().collect().await;
+    assert_eq!(
+        watched.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        own.iter().map(|(s, _)| *s).collect::<Vec<_>>()
+    );
+    assert_eq!(text_and_seqs(&watched).0, prose(4_000));
+}
