@@ -392,8 +392,51 @@ impl Agent {
     }
 
     /// The agent's store, if it has one.
-    pub(crate) fn store(&self) -> Option<&Arc<dyn SessionStore>> {
+    pub fn store(&self) -> Option<&Arc<dyn SessionStore>> {
         self.inner.store.as_ref()
+    }
+
+    /// The heads of the sessions in `scope`, most recently updated first (at most `limit`): from
+    /// the store, or those open in this process when the agent has none.
+    pub async fn list_sessions(
+        &self,
+        scope: weft_core::OwnerScope<'_>,
+        limit: usize,
+    ) -> Result<Vec<weft_core::SessionHead>, AgentError> {
+        if let Some(store) = &self.inner.store {
+            return store.list_sessions(scope, limit).await.map_err(AgentError::Store);
+        }
+        let mut heads: Vec<_> = self
+            .open_sessions()
+            .into_iter()
+            .map(|s| s.lock().session.head())
+            .filter(|h| scope.admits(h.owner.as_deref()))
+            .collect();
+        heads.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
+        heads.truncate(limit);
+        Ok(heads)
+    }
+
+    /// Deletes a session in `scope` with everything it has; says whether there was one. A
+    /// session whose run is under way in this process is aborted first.
+    pub async fn delete_session(
+        &self,
+        id: &str,
+        scope: weft_core::OwnerScope<'_>,
+    ) -> Result<bool, AgentError> {
+        let open = self.open_handle(id);
+        if let Some(session) = &open {
+            if !scope.admits(session.lock().session.owner.as_deref()) {
+                return Ok(false);
+            }
+            session.abort().await;
+            let mut registry = self.inner.open.lock().unwrap_or_else(|e| e.into_inner());
+            registry.remove(id);
+        }
+        match &self.inner.store {
+            Some(store) => store.delete_session(id, scope).await.map_err(AgentError::Store),
+            None => Ok(open.is_some()),
+        }
     }
 
     /// This process's name as a lease holder.

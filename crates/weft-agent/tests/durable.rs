@@ -470,3 +470,22 @@ async fn without_a_store_a_watcher_from_an_old_seq_gets_the_current_run() {
     );
     assert_eq!(text_and_seqs(&watched).0, prose(4_000));
 }
+
+#[tokio::test]
+async fn sessions_are_listed_and_deleted_per_owner() {
+    use weft_core::OwnerScope;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = Agent::builder(Recording::new([])).store(sqlite(&dir).await).build().unwrap();
+    let owned = |owner: &str| SessionOptions { owner: Some(owner.into()), ..Default::default() };
+    let alice = agent.create_session(owned("alice")).await.unwrap().id();
+    let bob = agent.create_session(owned("bob")).await.unwrap().id();
+    let listed = agent.list_sessions(OwnerScope::Owner("alice"), 10).await.unwrap();
+    assert_eq!(listed.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(), [alice.as_str()]);
+    assert_eq!(agent.list_sessions(OwnerScope::Any, 10).await.unwrap().len(), 2);
+    // Bob cannot delete Alice's session; she can.
+    assert!(!agent.delete_session(&alice, OwnerScope::Owner("bob")).await.unwrap());
+    assert!(agent.session(&alice).await.unwrap().is_some());
+    assert!(agent.delete_session(&alice, OwnerScope::Owner("alice")).await.unwrap());
+    assert!(agent.session(&alice).await.unwrap().is_none(), "gone from the process and the store");
+    assert!(agent.session(&bob).await.unwrap().is_some());
+}
