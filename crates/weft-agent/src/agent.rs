@@ -348,6 +348,7 @@ impl Agent {
     pub async fn session(&self, id: &str) -> Result<Option<SessionHandle>, AgentError> {
         crate::deadline::ensure_sweeper(&self.inner);
         if let Some(handle) = self.open_handle(id) {
+            handle.refresh_if_stale().await;
             return Ok(Some(handle));
         }
         let Some(store) = &self.inner.store else { return Ok(None) };
@@ -363,7 +364,7 @@ impl Agent {
         if running {
             let ttl = self.inner.config.lease_ttl;
             if let Ok(Some(lease)) = Lease::acquire(store, id, &self.inner.holder, ttl).await {
-                drop(self.recover(&handle, lease));
+                drop(self.recover(&handle, lease).await);
             }
         }
         Ok(Some(handle))
@@ -454,10 +455,11 @@ impl Agent {
         let committed_messages = session.messages.len();
         let hub = Hub::new(&id, self.inner.store.clone(), last_seq);
         let shared = Arc::new(Shared {
-            state: Mutex::new(State { session, run: None, committed_messages }),
+            state: Mutex::new(State { session, run: None, ending: false, committed_messages }),
             remote,
             hub,
             store: self.inner.store.clone(),
+            idle: tokio::sync::Notify::new(),
         });
         let mut open = self.inner.open.lock().unwrap_or_else(|e| e.into_inner());
         open.retain(|_, weak| weak.strong_count() > 0);
@@ -478,6 +480,8 @@ impl Agent {
     ) -> Result<ExecuteStream, ExecuteError> {
         tokio::runtime::Handle::try_current().map_err(|_| ExecuteError::NoRuntime)?;
         crate::deadline::ensure_sweeper(&self.inner);
+        session.wait_while_ending().await;
+        session.refresh_if_stale().await;
         let config = &self.inner.config;
         let mut machine = Machine::new(config.max_turns, millis(config.remote_tool_timeout));
         let cancel = CancellationToken::new();
@@ -526,11 +530,11 @@ impl Agent {
                     lease = Some(held);
                     None
                 }
-                Ok(None) => Some(StoreError::Conflict {
-                    session_id: session_id.clone(),
-                    expected: 0,
-                    found: 0,
-                }),
+                Ok(None) => {
+                    // Another process runs (or is starting) the session's run.
+                    session.reload().await;
+                    return Err(ExecuteError::AlreadyRunning(session_id));
+                }
                 Err(error) => Some(error),
             };
             let refused = match refused {
@@ -579,6 +583,9 @@ impl Agent {
         if let Some(lease) = &lease {
             lease.keep(cancel.clone());
         }
+        // Released by the run itself, before the session takes new input: a late release
+        // would take the next run's lease (same holder) away.
+        run.set_lease(lease);
         tokio::spawn(async move {
             let mut run = run;
             // A panic in a hook or a provider must not leave the session `running` forever, nor
@@ -591,9 +598,6 @@ impl Agent {
                     run.end_after_panic(panic).await
                 }
             };
-            if let Some(lease) = lease {
-                lease.release().await;
-            }
             let _ = result_tx.send(result);
         });
         ExecuteStream::new(session_id, events, result_rx, cancel)
@@ -602,22 +606,38 @@ impl Agent {
     /// Takes over a run whose process died (the session is `running` in the store, and this
     /// process holds its lease now): calls left running are answered with an error saying the
     /// run was interrupted, replay-safe ones run again, and the session rests in `error`.
-    pub(crate) fn recover(&self, session: &SessionHandle, lease: Lease) -> ExecuteStream {
+    ///
+    /// `None` (and the lease given back) when a run of this process has the session already:
+    /// the handle is claimed under its lock, so one dead run is never recovered twice.
+    pub(crate) async fn recover(
+        &self,
+        session: &SessionHandle,
+        lease: Lease,
+    ) -> Option<ExecuteStream> {
         let config = &self.inner.config;
         let mut machine = Machine::new(config.max_turns, millis(config.remote_tool_timeout));
         let cancel = CancellationToken::new();
-        let (first, start_len, run_id) = {
+        let claimed = {
             let mut state = session.lock();
-            let tools = &self.inner.tools;
-            let replay_safe = |name: &str| tools.get(name).is_some_and(|t| t.tool.replay_safe());
-            let first = machine.begin_recovery(&mut state.session, replay_safe, now_ms());
-            let run_id = uuid::Uuid::new_v4().to_string();
-            if let Some(run) = state.session.run.as_mut() {
-                run.run_id.clone_from(&run_id);
+            if state.run.is_some() || state.session.status != SessionStatus::Running {
+                None
+            } else {
+                let start_len = state.session.messages.len();
+                let tools = &self.inner.tools;
+                let replay_safe =
+                    |name: &str| tools.get(name).is_some_and(|t| t.tool.replay_safe());
+                let first = machine.begin_recovery(&mut state.session, replay_safe, now_ms());
+                let run_id = uuid::Uuid::new_v4().to_string();
+                if let Some(run) = state.session.run.as_mut() {
+                    run.run_id.clone_from(&run_id);
+                }
+                state.run = Some(cancel.clone());
+                Some((first, start_len, run_id))
             }
-            state.session.status = SessionStatus::Running;
-            state.run = Some(cancel.clone());
-            (first, state.session.messages.len(), run_id)
+        };
+        let Some((first, start_len, run_id)) = claimed else {
+            lease.release().await;
+            return None;
         };
         tracing::warn!(session_id = %session.id(), "recovering a run whose process stopped");
         let error = Some("the run was interrupted: the process running it stopped".to_string());
@@ -631,7 +651,7 @@ impl Agent {
             lease: Some(lease),
             error,
         };
-        self.launch(session, launch)
+        Some(self.launch(session, launch))
     }
 
     /// Runs `input` to the end without streaming and returns the step trace and final answer
@@ -667,6 +687,9 @@ pub(crate) struct State {
     pub(crate) session: Session,
     /// The running run's abort token.
     pub(crate) run: Option<CancellationToken>,
+    /// The run has reported its end (its resting state is saved) and is letting go of the
+    /// session: it counts as ended, and a new input waits the moment it takes.
+    pub(crate) ending: bool,
     /// How many of the session's messages the store has.
     committed_messages: usize,
 }
@@ -706,6 +729,8 @@ pub(crate) struct Shared {
     pub(crate) hub: Arc<Hub>,
     /// Where the session is kept, if anywhere.
     pub(crate) store: Option<Arc<dyn SessionStore>>,
+    /// Woken when a run has let go of the session.
+    pub(crate) idle: tokio::sync::Notify,
 }
 
 /// A session kept in memory, shared by the caller and its runs. Cheap to clone.
@@ -730,14 +755,18 @@ impl SessionHandle {
     /// status is saved a moment before).
     pub fn status(&self) -> SessionStatus {
         let state = self.lock();
-        if state.run.is_some() { SessionStatus::Running } else { state.session.status }
+        if state.run.is_some() && !state.ending {
+            SessionStatus::Running
+        } else {
+            state.session.status
+        }
     }
 
     /// A copy of the whole session (with the status [`status`](Self::status) gives).
     pub fn snapshot(&self) -> Session {
         let state = self.lock();
         let mut session = state.session.clone();
-        if state.run.is_some() {
+        if state.run.is_some() && !state.ending {
             session.status = SessionStatus::Running;
         }
         session
@@ -818,6 +847,34 @@ impl SessionHandle {
         self.apply(commit).await
     }
 
+    /// Waits (briefly) for a run that has reported its end to let go of the session.
+    async fn wait_while_ending(&self) {
+        for _ in 0..100 {
+            let idle = self.shared.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            {
+                let state = self.lock();
+                if state.run.is_none() || !state.ending {
+                    return;
+                }
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(50), idle).await;
+        }
+    }
+
+    /// A session this process saw `running` in another process may have moved on since: its
+    /// state is reloaded (only when no run of this process has it).
+    pub(crate) async fn refresh_if_stale(&self) {
+        let stale = {
+            let state = self.lock();
+            state.run.is_none() && state.session.status == SessionStatus::Running
+        };
+        if stale && self.shared.store.is_some() {
+            self.reload().await;
+        }
+    }
+
     /// Replaces what this process holds with what the store has (no run of this process may be
     /// using the session).
     pub(crate) fn replace(&self, stored: weft_core::StoredSession) {
@@ -826,6 +883,7 @@ impl SessionHandle {
         state.committed_messages = session.messages.len();
         state.session = session;
         state.run = None;
+        state.ending = false;
     }
 
     /// Replaces what this process holds with what the store has; says whether the session is

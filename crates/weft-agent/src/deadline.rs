@@ -100,7 +100,7 @@ impl Agent {
                 let lease = Lease::acquire(store, id, self.holder(), self.config().lease_ttl).await;
                 if let Ok(Some(lease)) = lease {
                     match self.adopt(stored) {
-                        Some(session) => drop(self.recover(&session, lease)),
+                        Some(session) => drop(self.recover(&session, lease).await),
                         None => lease.release().await,
                     }
                 }

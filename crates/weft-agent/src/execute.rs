@@ -240,6 +240,11 @@ impl Emitter {
         }
     }
 
+    /// The run's id.
+    pub(crate) fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
     /// The hub the events go to.
     pub(crate) fn hub(&self) -> &Arc<Hub> {
         &self.hub

@@ -21,20 +21,24 @@ pub(crate) struct Lease {
 }
 
 impl Lease {
-    /// Takes the lease for `holder`, or `None` when another holder has an unexpired one.
+    /// Takes the lease for one run of this process (`process` names the process), or `None`
+    /// when anyone else — another process, or another run of this one — has an unexpired one.
+    /// Each acquisition is a holder of its own: a run never takes over or gives back a lease
+    /// another run of the same process holds.
     pub(crate) async fn acquire(
         store: &Arc<dyn SessionStore>,
         session_id: &str,
-        holder: &Arc<str>,
+        process: &str,
         ttl: Duration,
     ) -> Result<Option<Lease>, StoreError> {
-        if !store.acquire_lease(session_id, holder, ttl).await? {
+        let holder: Arc<str> = Arc::from(format!("{process}/{}", uuid::Uuid::new_v4()));
+        if !store.acquire_lease(session_id, &holder, ttl).await? {
             return Ok(None);
         }
         Ok(Some(Lease {
             store: Arc::clone(store),
             session_id: session_id.to_owned(),
-            holder: Arc::clone(holder),
+            holder,
             ttl,
             stop: CancellationToken::new(),
         }))

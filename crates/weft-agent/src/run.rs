@@ -34,6 +34,8 @@ pub(crate) struct Run {
     start_len: usize,
     session_id: String,
     error: Option<String>,
+    /// The run's lease, when a store keeps the session.
+    lease: Option<crate::lease::Lease>,
 }
 
 impl Run {
@@ -46,7 +48,23 @@ impl Run {
         start_len: usize,
     ) -> Self {
         let session_id = session.id();
-        Self { agent, session, machine, emitter, cancel, start_len, session_id, error: None }
+        Self {
+            agent,
+            session,
+            machine,
+            emitter,
+            cancel,
+            start_len,
+            session_id,
+            error: None,
+            lease: None,
+        }
+    }
+
+    /// Gives the run its lease, released when the run has ended (and before the session takes
+    /// new input).
+    pub(crate) fn set_lease(&mut self, lease: Option<crate::lease::Lease>) {
+        self.lease = lease;
     }
 
     /// Presets the error the result reports (a recovery says why it ran).
@@ -59,10 +77,9 @@ impl Run {
     /// Borrows the run so that, should it panic (a hook or a provider breaking its contract),
     /// [`Run::end_after_panic`] can still close the stream with the events already numbered.
     pub(crate) async fn drive(&mut self, input: Option<Message>, first: Progress) -> ExecuteResult {
-        let run_id = self.session.lock().session.run.as_ref().map(|r| r.run_id.clone());
         self.emitter.emit(AgentEvent::SessionStart {
             session_id: self.session_id.clone(),
-            run_id: run_id.unwrap_or_default(),
+            run_id: self.emitter.run_id().to_string(),
             agent: MODE.to_string(),
         });
         if let Some(message) = input {
@@ -152,9 +169,14 @@ impl Run {
             usage,
             cost,
         });
+        // From here the run counts as ended: its resting state is saved.
+        self.session.lock().ending = true;
         if let Err(error) = self.emitter.flush_durable().await {
             // This process's watchers have the events all the same; the store may miss them.
             tracing::error!(session_id = %self.session_id, %error, "persisting the run's events failed");
+        }
+        if let Some(lease) = self.lease.take() {
+            lease.release().await;
         }
         let hub = Arc::clone(self.emitter.hub());
         // The log first, then the session: a run started right after sees this one ended.
@@ -163,7 +185,9 @@ impl Run {
             let mut state = self.session.lock();
             state.session.last_event_seq = hub.last_seq();
             state.run = None;
+            state.ending = false;
         }
+        self.session.shared.idle.notify_waiters();
         if !pending_tool_calls.is_empty() {
             // Its deadlines are the sweeper's to watch.
             self.agent.sweep_now.notify_one();

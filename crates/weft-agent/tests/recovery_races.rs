@@ -1,0 +1,285 @@
+//! Races of recovery and leases in one process, found by the crash test (tests/crash.rs) and
+//! kept as regression tests; each forces its interleaving with a store that delays one call.
+
+#![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::json;
+use weft_agent::{Agent, ExecuteError, SessionOptions, tool_fn};
+use weft_core::{
+    AgentEvent, Checkpoint, Commit, EventRecord, Input, Message, OwnerScope, SessionHead,
+    SessionStatus, SessionStore, StoreFuture, StoredSession,
+};
+use weft_llm::faux::{FauxProvider, FauxScript, FauxTurn};
+use weft_store::SqliteStore;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Query {
+    #[allow(dead_code)]
+    q: String,
+}
+
+/// A tool that never finishes (the process "dies" in it).
+fn hang() -> impl weft_agent::Tool {
+    tool_fn("charge", "Charges a card", |_: Query| async move {
+        std::future::pending::<()>().await;
+        Ok::<_, String>(String::new())
+    })
+}
+
+/// Delegates to `inner`, except that the first `acquire_lease` takes 300 ms and the first
+/// `due_sessions` 50 ms: this only fixes the order of two awaits that race in real life.
+struct Slow {
+    inner: Arc<dyn SessionStore>,
+    acquires: AtomicUsize,
+    dues: AtomicUsize,
+}
+
+#[rustfmt::skip]
+impl SessionStore for Slow {
+    fn kind(&self) -> &'static str { self.inner.kind() }
+    fn create<'a>(&'a self, head: SessionHead, messages: Vec<Message>) -> StoreFuture<'a, ()> { self.inner.create(head, messages) }
+    fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<StoredSession>> { self.inner.load(id) }
+    fn head<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<SessionHead>> { self.inner.head(id) }
+    fn commit<'a>(&'a self, commit: Commit) -> StoreFuture<'a, ()> { self.inner.commit(commit) }
+    fn reserve_seqs<'a>(&'a self, id: &'a str, count: u64) -> StoreFuture<'a, u64> { self.inner.reserve_seqs(id, count) }
+    fn append_events<'a>(&'a self, id: &'a str, events: Vec<Arc<EventRecord>>) -> StoreFuture<'a, ()> { self.inner.append_events(id, events) }
+    fn read_events<'a>(&'a self, id: &'a str, after: u64, limit: usize) -> StoreFuture<'a, Vec<Arc<EventRecord>>> { self.inner.read_events(id, after, limit) }
+    fn wait_events<'a>(&'a self, id: &'a str, after: u64, timeout: Duration) -> StoreFuture<'a, bool> { self.inner.wait_events(id, after, timeout) }
+    fn put_checkpoint<'a>(&'a self, c: Checkpoint) -> StoreFuture<'a, ()> { self.inner.put_checkpoint(c) }
+    fn get_checkpoint<'a>(&'a self, id: &'a str, ns: &'a str, c: Option<&'a str>) -> StoreFuture<'a, Option<Checkpoint>> { self.inner.get_checkpoint(id, ns, c) }
+    fn list_checkpoints<'a>(&'a self, id: &'a str, ns: &'a str) -> StoreFuture<'a, Vec<Checkpoint>> { self.inner.list_checkpoints(id, ns) }
+    fn list_sessions<'a>(&'a self, scope: OwnerScope<'a>, limit: usize) -> StoreFuture<'a, Vec<SessionHead>> { self.inner.list_sessions(scope, limit) }
+    fn delete_session<'a>(&'a self, id: &'a str, scope: OwnerScope<'a>) -> StoreFuture<'a, bool> { self.inner.delete_session(id, scope) }
+    fn acquire_lease<'a>(&'a self, id: &'a str, holder: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
+        let first = self.acquires.fetch_add(1, Ordering::SeqCst) == 0;
+        Box::pin(async move {
+            if first { tokio::time::sleep(Duration::from_millis(300)).await; }
+            self.inner.acquire_lease(id, holder, ttl).await
+        })
+    }
+    fn renew_lease<'a>(&'a self, id: &'a str, holder: &'a str, ttl: Duration) -> StoreFuture<'a, bool> { self.inner.renew_lease(id, holder, ttl) }
+    fn release_lease<'a>(&'a self, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> { self.inner.release_lease(id, holder) }
+    fn due_sessions<'a>(&'a self, now: u64, limit: usize) -> StoreFuture<'a, Vec<String>> {
+        let first = self.dues.fetch_add(1, Ordering::SeqCst) == 0;
+        Box::pin(async move {
+            if first { tokio::time::sleep(Duration::from_millis(50)).await; }
+            self.inner.due_sessions(now, limit).await
+        })
+    }
+}
+
+/// `Agent::session()` and the sweeper both try to recover one dead run in one process; the
+/// second must neither recover it again nor disturb a run a client started meanwhile (it once
+/// did, and its lease release aborted that run).
+#[test]
+fn a_dead_run_is_recovered_once_even_when_loading_races_the_sweeper() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weft.db");
+    // Process 1 dies inside a tool call: the session stays `running` in the store.
+    let id = {
+        let rt = runtime();
+        let id = rt.block_on(async {
+            let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&path).await.unwrap());
+            let turn = FauxTurn::tool_call("charge", json!({"q": "x"}));
+            let agent = Agent::builder(FauxProvider::new(FauxScript::new([turn])))
+                .tool(hang())
+                .store(store)
+                .lease_ttl(Duration::from_millis(50))
+                .build()
+                .unwrap();
+            let session = agent.create_session(SessionOptions::default()).await.unwrap();
+            let mut stream = agent.execute(&session, Input::text("buy")).await.unwrap();
+            while let Some(event) = stream.next().await {
+                if matches!(event, AgentEvent::ToolExecutionStart { .. }) {
+                    break;
+                }
+            }
+            session.id()
+        });
+        drop(rt);
+        id
+    };
+    std::thread::sleep(Duration::from_millis(100)); // its lease expires
+    // Process 2, built outside a runtime: its sweeper starts with the first `session()`.
+    let rt = runtime();
+    let sqlite: Arc<dyn SessionStore> =
+        rt.block_on(async { Arc::new(SqliteStore::open(&path).await.unwrap()) as _ });
+    let store: Arc<dyn SessionStore> =
+        Arc::new(Slow { inner: sqlite, acquires: AtomicUsize::new(0), dues: AtomicUsize::new(0) });
+    let turn =
+        FauxTurn::text("the quick brown fox jumps over the lazy dog ".repeat(10)).with_delay_ms(3);
+    let agent = Agent::builder(FauxProvider::new(FauxScript::new([turn])))
+        .tool(hang())
+        .store(Arc::clone(&store))
+        .lease_ttl(Duration::from_millis(50))
+        .sweep_interval(Duration::from_millis(10))
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        // Client A: `session()` registers the handle, then waits 300 ms for the lease.
+        let loading = tokio::spawn({
+            let (agent, id) = (agent.clone(), id.clone());
+            async move { agent.session(&id).await }
+        });
+        // Meanwhile (t = 50 ms) the sweeper recovers that same handle: `error`, takes input.
+        let mut status = SessionStatus::Running;
+        for _ in 0..100 {
+            status = store.head(&id).await.unwrap().unwrap().status;
+            if status != SessionStatus::Running {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(status, SessionStatus::Error, "the sweeper recovered it");
+        // Client B sends a message on the (open) handle: a run that streams for ~0.5 s.
+        let handle = agent.session(&id).await.unwrap().unwrap();
+        while handle.status() == SessionStatus::Running {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let mut stream = agent.execute(&handle, Input::text("hello")).await.unwrap().sequenced();
+        // At t = 300 ms client A's `session()` gets the lease and recovers the handle again,
+        // in the middle of client B's run.
+        let mut events: Vec<(u64, AgentEvent)> = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), async {
+            while let Some(e) = stream.next().await {
+                events.push(e);
+            }
+        })
+        .await;
+        assert!(read.is_ok(), "client B's stream never ended");
+        let result = tokio::time::timeout(Duration::from_secs(5), stream.result()).await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), loading).await;
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let stored = store.read_events(&id, 0, usize::MAX).await.unwrap();
+        let stored: HashMap<u64, AgentEvent> =
+            stored.iter().map(|r| (r.seq, r.event.clone())).collect();
+        let mut mismatched = Vec::new();
+        for (seq, event) in &events {
+            match stored.get(seq) {
+                Some(s) if s != event => mismatched.push(format!(
+                    "seq {seq}: streamed {} / stored {}",
+                    event.kind(),
+                    s.kind()
+                )),
+                None => {
+                    mismatched.push(format!("seq {seq}: streamed {}, never stored", event.kind()))
+                }
+                _ => {}
+            }
+        }
+        let ends: Vec<String> = events
+            .iter()
+            .filter_map(|(seq, e)| match e {
+                AgentEvent::SessionEnd { status, messages, .. } => {
+                    Some(format!("{seq}: {} with {} messages", status.as_str(), messages.len()))
+                }
+                _ => None,
+            })
+            .collect();
+        let head = store.head(&id).await.unwrap().unwrap();
+        eprintln!("client B's stream: {} events; its session_end: {ends:?}", events.len());
+        match &result {
+            Ok(r) => eprintln!("client B's result: {} {:?}", r.status.as_str(), r.error),
+            Err(_) => eprintln!("client B's result: never came (5 s)"),
+        }
+        eprintln!(
+            "stored status: {}; streamed events not stored as streamed: {mismatched:?}",
+            head.status.as_str()
+        );
+        assert!(result.is_ok(), "client B's result never came");
+        assert!(mismatched.is_empty(), "seqs streamed with other content than stored");
+        assert_eq!(head.status, SessionStatus::Completed, "client B's run should have completed");
+    });
+}
+
+/// A run's lease is released before the session takes new input, and each run holds a lease of
+/// its own: the next run's lease is never released under it (it once was, aborting that run).
+#[test]
+fn a_runs_lease_release_never_aborts_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    runtime().block_on(async {
+        let store: Arc<dyn SessionStore> =
+            Arc::new(SqliteStore::open(dir.path().join("weft.db")).await.unwrap());
+        let mut turns = Vec::new();
+        for _ in 0..60 {
+            turns.push(FauxTurn::text("short"));
+            turns.push(FauxTurn::text("x".repeat(200)).with_chunk_size(4).with_delay_ms(2));
+        }
+        let agent = Agent::builder(FauxProvider::new(FauxScript::new(turns)))
+            .store(store)
+            .lease_ttl(Duration::from_millis(150))
+            .build()
+            .unwrap();
+        let session = agent.create_session(SessionOptions::default()).await.unwrap();
+        let mut aborted = 0;
+        for round in 0..60 {
+            // Run 1: the client reads the stream to its end (as an SSE client does).
+            let stream = agent.execute(&session, Input::text(format!("a{round}"))).await.unwrap();
+            let _events: Vec<AgentEvent> = stream.collect().await;
+            // …and sends the next input as soon as the session takes it.
+            let stream = loop {
+                match agent.execute(&session, Input::text(format!("b{round}"))).await {
+                    Ok(stream) => break stream,
+                    Err(ExecuteError::AlreadyRunning(_)) => tokio::task::yield_now().await,
+                    Err(e) => panic!("{e}"),
+                }
+            };
+            let result = stream.result().await;
+            if result.status != SessionStatus::Completed {
+                aborted += 1;
+                eprintln!(
+                    "round {round}: run 2 ended {} ({:?})",
+                    result.status.as_str(),
+                    result.error
+                );
+            }
+        }
+        eprintln!("{aborted} of 60 second runs did not complete");
+        assert_eq!(aborted, 0);
+    });
+}
+
+/// A handle loaded while another process runs the session sees that run end: it does not say
+/// `running` forever, nor refuse every input with `AlreadyRunning` (it once did).
+#[test]
+fn a_handle_loaded_while_another_process_ran_the_session_sees_it_end() {
+    let dir = tempfile::tempdir().unwrap();
+    runtime().block_on(async {
+        let path = dir.path().join("weft.db");
+        let open =
+            || async { Arc::new(SqliteStore::open(&path).await.unwrap()) as Arc<dyn SessionStore> };
+        let turns = [FauxTurn::text("slow answer").with_delay_ms(20), FauxTurn::text("ok")];
+        let a = Agent::builder(FauxProvider::new(FauxScript::new(turns.clone())))
+            .store(open().await)
+            .build()
+            .unwrap();
+        let b = Agent::builder(FauxProvider::new(FauxScript::new(turns)))
+            .store(open().await)
+            .build()
+            .unwrap();
+        let session = a.create_session(SessionOptions::default()).await.unwrap();
+        let running = a.execute(&session, Input::text("first")).await.unwrap();
+        // Process B loads the session while A runs it.
+        let seen = b.session(&session.id()).await.unwrap().unwrap();
+        assert_eq!(seen.status(), SessionStatus::Running);
+        assert_eq!(running.result().await.status, SessionStatus::Completed);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let stored = open().await.head(&session.id()).await.unwrap().unwrap().status;
+        eprintln!("stored: {}; B's handle: {}", stored.as_str(), seen.status().as_str());
+        let again = b.session(&session.id()).await.unwrap().unwrap();
+        eprintln!("B's session() again: {}", again.status().as_str());
+        let refused = b.execute(&again, Input::text("second")).await.err();
+        eprintln!("B's input: {refused:?}");
+        assert!(refused.is_none(), "B cannot send input to a session that rests");
+    });
+}
