@@ -28,8 +28,13 @@ use futures::Stream;
 use tokio::sync::{Notify, watch};
 use weft_core::{AgentEvent, EventRecord, SessionStatus, SessionStore, StoreError, now_ms};
 
-/// How many sequence numbers are reserved in the store at a time.
+/// How many sequence numbers the first reservation of a hub takes; each next one takes twice as
+/// many as the last, up to [`MAX_RESERVE_BLOCK`], so a long run asks the store a handful of times
+/// (a reservation waits behind the store's queued writes) and a short one leaves a small gap
+/// after a crash.
 const RESERVE_BLOCK: u64 = 4096;
+/// The largest reservation.
+const MAX_RESERVE_BLOCK: u64 = 1 << 20;
 /// How many persisted events stay in memory for watchers close behind.
 const RETAIN: usize = 4096;
 /// How long a published event may wait before the persister writes it.
@@ -61,6 +66,8 @@ struct HubState {
     last_seq: u64,
     /// The highest seq reserved in the store.
     reserved: u64,
+    /// The size of the next reservation.
+    reserve_block: u64,
     /// Everything up to here is in the store.
     persisted: u64,
     /// A run of this process is publishing here.
@@ -86,6 +93,7 @@ impl Hub {
                 events: VecDeque::new(),
                 last_seq,
                 reserved: last_seq,
+                reserve_block: RESERVE_BLOCK,
                 persisted: last_seq,
                 live: false,
                 persister: false,
@@ -212,14 +220,14 @@ impl Hub {
     /// Makes sure numbers are reserved for `count` more events.
     async fn reserve(&self, count: u64) -> Result<(), StoreError> {
         let Some(store) = &self.store else { return Ok(()) };
-        let short = {
+        let (short, block) = {
             let state = self.lock();
-            (state.last_seq + count).saturating_sub(state.reserved)
+            ((state.last_seq + count).saturating_sub(state.reserved), state.reserve_block)
         };
         if short == 0 {
             return Ok(());
         }
-        let block = short.max(RESERVE_BLOCK);
+        let block = short.max(block);
         let first = store.reserve_seqs(&self.session_id, block).await?;
         let mut state = self.lock();
         // Numbering goes on above everything reserved, in any process.
@@ -227,6 +235,7 @@ impl Hub {
             state.last_seq = first - 1;
         }
         state.reserved = state.reserved.max(first + block - 1);
+        state.reserve_block = (block * 2).min(MAX_RESERVE_BLOCK);
         Ok(())
     }
 
