@@ -270,10 +270,13 @@ impl Emitter {
         self.buf.push((node, event));
     }
 
-    /// Publishes the batch if it is full.
+    /// Publishes the batch if it is full. Then the run yields once: a provider whose deltas are
+    /// always ready would otherwise keep the persister (woken onto this worker) from running
+    /// until the model call ends.
     pub(crate) async fn pace(&mut self) {
         if self.buf.len() >= BATCH {
             self.flush().await;
+            tokio::task::yield_now().await;
         }
     }
 

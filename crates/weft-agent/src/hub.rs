@@ -117,6 +117,9 @@ impl Hub {
 
     /// Whether the store is far enough behind that deltas should be merged before numbering.
     pub(crate) fn lagging(&self) -> bool {
+        if self.store.is_none() {
+            return false; // Nothing to fall behind.
+        }
         let state = self.lock();
         state.events.len() > LAG_EVENTS && state.last_seq - state.persisted > LAG_EVENTS as u64
     }
