@@ -412,11 +412,15 @@ async fn a_deadline_that_passed_while_no_process_ran_is_enforced_after_a_restart
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_answer_received_by_two_processes_at_once_is_applied_once() {
     let dir = tempfile::tempdir().unwrap();
-    let agent = |store| {
-        let turns = [FauxTurn::tool_call("read_page", json!({})), FauxTurn::text("Thanks.")];
+    // Each process's faux provider plays its own script from its start: A's first turn asks for
+    // the page; whichever process resumes answers with text.
+    let agent = |store, turns: Vec<FauxTurn>| {
         Agent::builder(Recording::new(turns)).store(store).build().unwrap()
     };
-    let a = agent(sqlite(&dir).await);
+    let a = agent(
+        sqlite(&dir).await,
+        vec![FauxTurn::tool_call("read_page", json!({})), FauxTurn::text("Thanks.")],
+    );
     let session = a
         .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
         .await
@@ -424,7 +428,7 @@ async fn one_answer_received_by_two_processes_at_once_is_applied_once() {
     let id = session.id();
     let result = a.execute(&session, Input::text("title?")).await.unwrap().result().await;
     let call = result.pending_tool_calls[0].clone();
-    let b = agent(sqlite(&dir).await);
+    let b = agent(sqlite(&dir).await, vec![FauxTurn::text("Thanks.")]);
     let sb = b.session(&id).await.unwrap().unwrap();
 
     let answer = || Input::ToolResults(vec![ToolResultMessage::ok(&call, "Weft")]);
