@@ -56,6 +56,10 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{prose, thousands};
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -528,26 +532,6 @@ async fn consume(mut stream: ExecuteStream, start: Instant) -> (Seen, SessionSta
     seen.last = start.elapsed();
     let result = stream.result().await;
     (seen, result.status)
-}
-
-/// `len` ASCII characters of prose-like text.
-fn prose(len: usize) -> String {
-    const WORDS: &str = "the quick brown fox jumps over the lazy dog while streaming tokens \
-                         arrive four characters at a time from a scripted model; ";
-    WORDS.chars().cycle().take(len).collect()
-}
-
-/// `1234567` as `1,234,567`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn ms(d: Duration) -> String {

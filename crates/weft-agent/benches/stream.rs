@@ -15,6 +15,10 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{prose, thousands};
+
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -75,19 +79,6 @@ fn reset_peak_rss() -> bool {
 
 fn mib(kb: Option<u64>) -> String {
     kb.map_or_else(|| "n/a".to_string(), |kb| format!("{:.1} MiB", kb as f64 / 1024.0))
-}
-
-/// `1234567` as `1,234,567`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn ms(d: Duration) -> String {
@@ -154,13 +145,6 @@ fn timed_run(
 // ---------------------------------------------------------------------------------------------
 // (a) Text streaming throughput
 // ---------------------------------------------------------------------------------------------
-
-/// `len` ASCII characters of prose-like text.
-fn prose(len: usize) -> String {
-    const WORDS: &str = "the quick brown fox jumps over the lazy dog while streaming tokens \
-                         arrive four characters at a time from a scripted model; ";
-    WORDS.chars().cycle().take(len).collect()
-}
 
 fn text_scenario(rt: &tokio::runtime::Runtime, layers: bool) {
     let deltas = env_usize("WEFT_BENCH_TEXT_DELTAS", 1_000_000);
