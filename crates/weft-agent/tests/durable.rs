@@ -337,15 +337,7 @@ fn a_run_whose_process_died_is_recovered_when_its_session_is_loaded() {
             watched.extend(session.subscribe(session.last_seq()).collect::<Vec<_>>().await);
         }
         assert_eq!(session.status(), SessionStatus::Error, "recovered, resting in error");
-        let results: Vec<(String, bool)> = session
-            .snapshot()
-            .messages
-            .iter()
-            .filter_map(|m| match m {
-                Message::ToolResult(r) => Some((r.text_content(), r.is_error)),
-                _ => None,
-            })
-            .collect();
+        let results = common::tool_results(&session.snapshot().messages);
         assert_eq!(
             results,
             [

@@ -36,15 +36,7 @@ impl Drop for DropFlag {
 
 /// The tool results the model was sent in the last request.
 fn results_seen(provider: &Recording) -> Vec<(String, bool)> {
-    provider
-        .last_request()
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::ToolResult(r) => Some((r.text_content(), r.is_error)),
-            _ => None,
-        })
-        .collect()
+    common::tool_results(&provider.last_request().messages)
 }
 
 #[tokio::test]
@@ -419,14 +411,7 @@ async fn hooks_rewrite_the_context_and_block_calls() {
     assert_eq!(first.messages.len(), 1, "the hook trimmed the history");
     let seen = results_seen(&provider);
     assert_eq!(seen.len(), 1, "the hook also trims the second call's history to its last message");
-    let results: Vec<_> = result
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::ToolResult(r) => Some((r.text_content(), r.is_error)),
-            _ => None,
-        })
-        .collect();
+    let results = common::tool_results(&result.messages);
     assert_eq!(
         results,
         [("Tool call blocked: 13 is unlucky".to_string(), true), ("7".to_string(), false)]

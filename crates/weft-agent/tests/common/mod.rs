@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use weft_agent::{Agent, ExecuteResult, SessionHandle};
-use weft_core::{AgentEvent, Input};
+use weft_core::{AgentEvent, Input, Message};
 use weft_llm::faux::{FauxProvider, FauxScript, FauxTurn};
 use weft_llm::{CancellationToken, ModelRequest, Provider, ProviderStream};
 
@@ -60,4 +60,15 @@ pub fn kinds(events: &[AgentEvent]) -> Vec<&'static str> {
 /// The tags of the events the agent plan defines (nodes and steps left out).
 pub fn plan_kinds(events: &[AgentEvent]) -> Vec<&'static str> {
     events.iter().filter(|e| e.is_plan_event()).map(AgentEvent::kind).collect()
+}
+
+/// The tool results among `messages`, as (text, is_error), in order.
+pub fn tool_results(messages: &[Message]) -> Vec<(String, bool)> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(r) => Some((r.text_content(), r.is_error)),
+            _ => None,
+        })
+        .collect()
 }
