@@ -1247,6 +1247,7 @@ fn delta_records(session_id: &str, first_seq: u64, n: usize) -> Vec<Arc<weft_cor
                 node_id: Some(Arc::clone(&node)),
                 at,
                 event: AgentEvent::TextDelta { index: 0, delta: "abcd".into() },
+                messages: None,
             })
         })
         .collect()
@@ -1444,7 +1445,7 @@ impl SessionStore for Probe {
     fn create<'a>(
         &'a self,
         head: weft_core::SessionHead,
-        messages: Vec<weft_core::Message>,
+        messages: weft_core::History,
     ) -> StoreFuture<'a, ()> {
         self.inner.create(head, messages)
     }

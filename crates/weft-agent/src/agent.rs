@@ -316,7 +316,7 @@ impl Agent {
         session.system_prompt =
             options.system_prompt.or_else(|| self.inner.config.system_prompt.clone());
         session.tools = options.tools;
-        session.messages = options.messages;
+        session.messages = options.messages.into();
         session.owner = options.owner;
         let remote = RemoteTools::new(&session.tools, &self.inner.tools)?;
         if let Some(store) = &self.inner.store {
@@ -495,12 +495,7 @@ impl Agent {
             let start_len = state.session.messages.len();
             let tools = &self.inner.tools;
             let input = input.into();
-            // A user message is emitted as the run's first message; tool results are emitted
-            // when their turn completes.
-            input_message = match &input {
-                Input::User(message) => Some(Message::User(message.clone())),
-                _ => None,
-            };
+            let is_message = matches!(input, Input::User(_));
             let run_id = uuid::Uuid::new_v4().to_string();
             let first = machine.begin(
                 &mut state.session,
@@ -509,6 +504,12 @@ impl Agent {
                 now_ms(),
                 run_id.clone(),
             )?;
+            // A user message is emitted as the run's first message (the log's own, at its
+            // position); tool results are emitted when their turn completes.
+            input_message = is_message
+                .then(|| state.session.messages.shared().get(start_len).cloned())
+                .flatten()
+                .map(|message| (message, start_len as u64));
             state.session.status = SessionStatus::Running;
             state.run = Some(cancel.clone());
             let commit = session.shared.store.is_some().then(|| state.prepare_commit());
@@ -674,7 +675,8 @@ pub(crate) fn millis(d: Duration) -> u64 {
 struct Launch {
     machine: Machine,
     first: crate::machine::Progress,
-    input_message: Option<Message>,
+    /// The user message that starts the run, with its position in the log.
+    input_message: Option<(Arc<Message>, u64)>,
     start_len: usize,
     run_id: String,
     cancel: CancellationToken,
@@ -705,7 +707,7 @@ impl State {
         Commit {
             expected_version: s.version,
             head,
-            messages: s.messages.get(self.committed_messages..).unwrap_or_default().to_vec(),
+            messages: s.messages.shared_from(self.committed_messages).to_vec(),
             run: match &s.run {
                 Some(run) => RunChange::Set(Box::new(run.clone())),
                 None => RunChange::Clear,

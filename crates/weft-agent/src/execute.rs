@@ -15,12 +15,12 @@ use std::sync::Arc;
 
 use tokio::sync::oneshot;
 use weft_core::{
-    AgentEvent, AgentResponse, AgentStep, Cost, EventRecord, Message, SessionStatus, StoreError,
-    ToolCall, Usage,
+    AgentEvent, AgentResponse, AgentStep, Cost, EventRecord, Message, MessageSpan, SessionStatus,
+    StoreError, ToolCall, Usage,
 };
 use weft_llm::CancellationToken;
 
-use crate::hub::Hub;
+use crate::hub::{Draft, Hub};
 
 /// One event and its sequence number in the session.
 pub type Sequenced = (u64, AgentEvent);
@@ -222,7 +222,7 @@ impl Stream for RecordStream {
 pub(crate) struct Emitter {
     hub: Arc<Hub>,
     run_id: Arc<str>,
-    buf: Vec<(Option<Arc<str>>, AgentEvent)>,
+    buf: Vec<Draft>,
     /// The node run under way, which content events belong to.
     node: Option<Arc<str>>,
     /// A store failure that stopped numbering; the run ends in error.
@@ -258,6 +258,12 @@ impl Emitter {
     /// Queues an event. Nothing is lost: callers [`pace`](Self::pace) or
     /// [`flush`](Self::flush) before the batch grows past [`BATCH`].
     pub(crate) fn emit(&mut self, event: AgentEvent) {
+        self.emit_repeating(event, None);
+    }
+
+    /// Queues an event that repeats messages of the session's log, at `messages` (see
+    /// [`MessageSpan`]): a store keeps it without them.
+    pub(crate) fn emit_repeating(&mut self, event: AgentEvent, messages: Option<MessageSpan>) {
         let node = match &event {
             AgentEvent::NodeEnter { node_id, .. } => {
                 let node: Arc<str> = Arc::from(node_id.as_str());
@@ -267,7 +273,7 @@ impl Emitter {
             AgentEvent::NodeExit { .. } => self.node.take(),
             _ => self.node.clone(),
         };
-        self.buf.push((node, event));
+        self.buf.push(Draft { node_id: node, event, messages });
     }
 
     /// Publishes the batch if it is full. Then the run yields once: a provider whose deltas are
@@ -308,11 +314,11 @@ impl Emitter {
 }
 
 /// Merges adjacent text, thinking and tool-argument deltas of the same block.
-fn merge_deltas(batch: Vec<(Option<Arc<str>>, AgentEvent)>) -> Vec<(Option<Arc<str>>, AgentEvent)> {
-    let mut out: Vec<(Option<Arc<str>>, AgentEvent)> = Vec::with_capacity(batch.len());
-    for (node, event) in batch {
-        if let Some((_, last)) = out.last_mut() {
-            let merged = match (last, &event) {
+fn merge_deltas(batch: Vec<Draft>) -> Vec<Draft> {
+    let mut out: Vec<Draft> = Vec::with_capacity(batch.len());
+    for draft in batch {
+        if let Some(last) = out.last_mut() {
+            let merged = match (&mut last.event, &draft.event) {
                 (
                     AgentEvent::TextDelta { index: a, delta: into },
                     AgentEvent::TextDelta { index: b, delta },
@@ -334,7 +340,7 @@ fn merge_deltas(batch: Vec<(Option<Arc<str>>, AgentEvent)>) -> Vec<(Option<Arc<s
                 continue;
             }
         }
-        out.push((node, event));
+        out.push(draft);
     }
     out
 }
@@ -347,15 +353,17 @@ mod tests {
     fn adjacent_deltas_of_one_block_merge_and_nothing_else_does() {
         let node = Some(Arc::<str>::from("think-0"));
         let text = |index, delta: &str| AgentEvent::TextDelta { index, delta: delta.into() };
-        let batch = vec![
-            (node.clone(), text(0, "He")),
-            (node.clone(), text(0, "llo")),
-            (node.clone(), text(1, " wor")),
-            (node.clone(), AgentEvent::ThinkingDelta { index: 1, delta: "x".into() }),
-            (node.clone(), text(1, "ld")),
-            (node.clone(), text(1, "!")),
-        ];
-        let merged: Vec<AgentEvent> = merge_deltas(batch).into_iter().map(|(_, e)| e).collect();
+        let batch = [
+            text(0, "He"),
+            text(0, "llo"),
+            text(1, " wor"),
+            AgentEvent::ThinkingDelta { index: 1, delta: "x".into() },
+            text(1, "ld"),
+            text(1, "!"),
+        ]
+        .map(|event| Draft { node_id: node.clone(), event, messages: None });
+        let merged: Vec<AgentEvent> =
+            merge_deltas(batch.into()).into_iter().map(|d| d.event).collect();
         assert_eq!(
             merged,
             vec![

@@ -26,7 +26,9 @@ use std::time::Duration;
 
 use futures::Stream;
 use tokio::sync::{Notify, watch};
-use weft_core::{AgentEvent, EventRecord, SessionStatus, SessionStore, StoreError, now_ms};
+use weft_core::{
+    AgentEvent, EventRecord, MessageSpan, SessionStatus, SessionStore, StoreError, now_ms,
+};
 
 /// How many sequence numbers the first reservation of a hub takes; each next one takes twice as
 /// many as the last, up to [`MAX_RESERVE_BLOCK`], so a long run asks the store a handful of times
@@ -45,6 +47,17 @@ const READ_PAGE: usize = 1024;
 pub(crate) const LAG_EVENTS: usize = 16 * 1024;
 /// How long a watcher of a run in another process waits on the store before looking again.
 const REMOTE_WAIT: Duration = Duration::from_secs(15);
+
+/// An event as a run hands it to the hub, before it is numbered.
+#[derive(Debug)]
+pub(crate) struct Draft {
+    /// The node run it belongs to.
+    pub(crate) node_id: Option<Arc<str>>,
+    /// The event.
+    pub(crate) event: AgentEvent,
+    /// Where the messages it repeats are in the session's log (see [`MessageSpan`]).
+    pub(crate) messages: Option<MessageSpan>,
+}
 
 /// One session's log in this process. See the [module docs](self).
 pub(crate) struct Hub {
@@ -153,7 +166,7 @@ impl Hub {
     pub(crate) async fn publish(
         &self,
         run_id: &Arc<str>,
-        events: Vec<(Option<Arc<str>>, AgentEvent)>,
+        events: Vec<Draft>,
     ) -> Result<u64, StoreError> {
         if events.is_empty() {
             return Ok(self.last_seq());
@@ -167,7 +180,7 @@ impl Hub {
     }
 
     /// Numbers `events`, adds them to memory and wakes the watchers.
-    fn show(&self, run_id: &Arc<str>, events: Vec<(Option<Arc<str>>, AgentEvent)>) -> u64 {
+    fn show(&self, run_id: &Arc<str>, events: Vec<Draft>) -> u64 {
         let last = {
             let mut state = self.lock();
             let records = self.number(&state, run_id, events);
@@ -184,7 +197,7 @@ impl Hub {
     pub(crate) async fn publish_durable(
         &self,
         run_id: &Arc<str>,
-        events: Vec<(Option<Arc<str>>, AgentEvent)>,
+        events: Vec<Draft>,
     ) -> Result<u64, StoreError> {
         let Some(store) = self.store.clone() else { return self.publish(run_id, events).await };
         if events.is_empty() {
@@ -247,21 +260,22 @@ impl Hub {
         &self,
         state: &HubState,
         run_id: &Arc<str>,
-        events: Vec<(Option<Arc<str>>, AgentEvent)>,
+        events: Vec<Draft>,
     ) -> Vec<Arc<EventRecord>> {
         let at = now_ms();
         let mut seq = state.last_seq;
         events
             .into_iter()
-            .map(|(node_id, event)| {
+            .map(|draft| {
                 seq += 1;
                 Arc::new(EventRecord {
                     session_id: Arc::clone(&self.session_id),
                     run_id: Arc::clone(run_id),
                     seq,
-                    node_id,
+                    node_id: draft.node_id,
                     at,
-                    event,
+                    event: draft.event,
+                    messages: draft.messages,
                 })
             })
             .collect()

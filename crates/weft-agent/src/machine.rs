@@ -7,6 +7,7 @@
 //! suspended run can be saved and resumed exactly.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use weft_core::{
     AgentStep, ApprovalDecision, AssistantMessage, CallSlot, CallState, Input, Message, OpenTurn,
@@ -36,10 +37,13 @@ pub(crate) enum Next {
 /// A turn whose calls are all answered: its results were appended to the session.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct CompletedTurn {
-    /// The results appended, in the model's order.
-    pub(crate) results: Vec<ToolResultMessage>,
-    /// The finished step.
-    pub(crate) step: AgentStep,
+    /// The results appended, in the model's order: the log's own messages.
+    pub(crate) results: Vec<Arc<Message>>,
+    /// The position in the log of the first result (with no results: the position after the
+    /// step's assistant message, which is always the one before).
+    pub(crate) first_result: u64,
+    /// The finished step (shared with the execution's step trace).
+    pub(crate) step: Arc<AgentStep>,
 }
 
 /// What the machine answers.
@@ -88,7 +92,7 @@ pub(crate) struct Machine {
     max_turns: u32,
     remote_timeout_ms: u64,
     /// The steps this execution finished.
-    steps: Vec<AgentStep>,
+    steps: Vec<Arc<AgentStep>>,
     /// A recovery: once the open turn is complete the run rests instead of calling the model.
     recovering: bool,
 }
@@ -140,7 +144,7 @@ impl Machine {
         if !status.is_suspended() {
             session.run = None;
         }
-        std::mem::take(&mut self.steps)
+        std::mem::take(&mut self.steps).into_iter().map(Arc::unwrap_or_clone).collect()
     }
 
     /// Checks `input` against the session and applies it. `Err` leaves the session untouched.
@@ -309,10 +313,10 @@ impl Machine {
         session.messages.push(Message::Assistant(message));
         // A failed message's tool calls are never executed: its arguments may be cut short.
         if let Some(status) = failure {
-            return self.finish_step(step, status);
+            return self.finish_step(session, step, status);
         }
         if calls.is_empty() {
-            return self.finish_step(step, SessionStatus::Completed);
+            return self.finish_step(session, step, SessionStatus::Completed);
         }
         let now = started_at + latency_ms;
         let slots = calls
@@ -432,15 +436,28 @@ impl Machine {
         } else {
             Next::CallModel
         };
-        self.steps.push(step.clone());
-        session.messages.extend(results.iter().cloned().map(Message::ToolResult));
-        Progress { completed: Some(CompletedTurn { results, step }), next }
+        let step = Arc::new(step);
+        self.steps.push(Arc::clone(&step));
+        let first_result = session.messages.len() as u64;
+        let results: Vec<Arc<Message>> =
+            results.into_iter().map(|r| Arc::new(Message::ToolResult(r))).collect();
+        for result in &results {
+            session.messages.push_shared(Arc::clone(result));
+        }
+        Progress { completed: Some(CompletedTurn { results, first_result, step }), next }
     }
 
-    fn finish_step(&mut self, step: AgentStep, status: SessionStatus) -> Progress {
-        self.steps.push(step.clone());
+    fn finish_step(
+        &mut self,
+        session: &Session,
+        step: AgentStep,
+        status: SessionStatus,
+    ) -> Progress {
+        let step = Arc::new(step);
+        self.steps.push(Arc::clone(&step));
+        let first_result = session.messages.len() as u64;
         Progress {
-            completed: Some(CompletedTurn { results: Vec::new(), step }),
+            completed: Some(CompletedTurn { results: Vec::new(), first_result, step }),
             next: Next::Finish(status),
         }
     }

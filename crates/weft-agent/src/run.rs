@@ -13,8 +13,8 @@ use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use weft_core::{
-    AgentEvent, AssistantContent, AssistantMessage, Cost, Message, Role, SessionStatus, ToolCall,
-    ToolExecutionResult, ToolResultMessage, Usage, UserContent, now_ms,
+    AgentEvent, AssistantContent, AssistantMessage, Cost, Message, MessageSpan, Role,
+    SessionStatus, ToolCall, ToolExecutionResult, ToolResultMessage, Usage, UserContent, now_ms,
 };
 use weft_llm::{CancellationToken, ContentDelta, ModelRequest, ProviderStream, StreamEvent};
 
@@ -76,14 +76,18 @@ impl Run {
     ///
     /// Borrows the run so that, should it panic (a hook or a provider breaking its contract),
     /// [`Run::end_after_panic`] can still close the stream with the events already numbered.
-    pub(crate) async fn drive(&mut self, input: Option<Message>, first: Progress) -> ExecuteResult {
+    pub(crate) async fn drive(
+        &mut self,
+        input: Option<(Arc<Message>, u64)>,
+        first: Progress,
+    ) -> ExecuteResult {
         self.emitter.emit(AgentEvent::SessionStart {
             session_id: self.session_id.clone(),
             run_id: self.emitter.run_id().to_string(),
             agent: MODE.to_string(),
         });
-        if let Some(message) = input {
-            self.emit_message(message);
+        if let Some((message, position)) = input {
+            self.emit_message(message, position);
         }
         let mut progress = first;
         let status = loop {
@@ -136,7 +140,7 @@ impl Run {
                 s.version += 1;
                 s.updated_at = now_ms();
             }
-            let messages = s.messages.get(self.start_len..).unwrap_or_default().to_vec();
+            let messages = s.messages.shared_from(self.start_len).to_vec();
             (messages, s.pending_tool_calls(), s.pending_approvals(), steps)
         };
         if let Err(error) = self.session.save().await {
@@ -157,18 +161,22 @@ impl Run {
         }
         let (mut usage, mut cost) = (Usage::default(), Cost::default());
         for message in &messages {
-            if let Message::Assistant(m) = message {
+            if let Message::Assistant(m) = &**message {
                 usage += m.usage;
                 cost += m.cost.unwrap_or_default();
             }
         }
-        self.emitter.emit(AgentEvent::SessionEnd {
-            session_id: self.session_id.clone(),
-            status,
-            messages: messages.clone(),
-            usage,
-            cost,
-        });
+        let span = MessageSpan { first: self.start_len as u64, count: messages.len() as u64 };
+        self.emitter.emit_repeating(
+            AgentEvent::SessionEnd {
+                session_id: self.session_id.clone(),
+                status,
+                messages: messages.clone(),
+                usage,
+                cost,
+            },
+            Some(span),
+        );
         // From here the run counts as ended: its resting state is saved.
         self.session.lock().ending = true;
         if let Err(error) = self.emitter.flush_durable().await {
@@ -195,7 +203,7 @@ impl Run {
         ExecuteResult {
             session_id: self.session_id.clone(),
             status,
-            messages,
+            messages: messages.iter().map(|m| Message::clone(m)).collect(),
             pending_tool_calls,
             pending_approvals,
             usage,
@@ -229,19 +237,23 @@ impl Run {
         f(&mut self.machine, &mut state.session)
     }
 
-    fn emit_message(&mut self, message: Message) {
+    /// A message of the log (at `position`): `message_start`, then `message_end` with the log's
+    /// own message.
+    fn emit_message(&mut self, message: Arc<Message>, position: u64) {
         self.emitter.emit(AgentEvent::MessageStart { role: message.role() });
-        self.emitter.emit(AgentEvent::MessageEnd { message: Box::new(message) });
+        self.emitter
+            .emit_repeating(AgentEvent::MessageEnd { message }, Some(MessageSpan::one(position)));
     }
 
     /// A step ended: its tool results (the observe node) and the step itself.
     fn emit_completed(&mut self, done: CompletedTurn) {
-        if !done.results.is_empty() {
-            let node_id = format!("observe-{}", done.step.step_index);
+        let CompletedTurn { results, first_result, step } = done;
+        if !results.is_empty() {
+            let node_id = format!("observe-{}", step.step_index);
             self.emitter
                 .emit(AgentEvent::NodeEnter { name: "observe".into(), node_id: node_id.clone() });
-            for result in done.results {
-                self.emit_message(Message::ToolResult(result));
+            for (position, result) in (first_result..).zip(results) {
+                self.emit_message(result, position);
             }
             self.emitter.emit(AgentEvent::NodeExit {
                 name: "observe".into(),
@@ -249,7 +261,9 @@ impl Run {
                 error: None,
             });
         }
-        self.emitter.emit(AgentEvent::StepEnd { step: Box::new(done.step) });
+        // The step's assistant message sits right before its results.
+        let span = first_result.checked_sub(1).map(MessageSpan::one);
+        self.emitter.emit_repeating(AgentEvent::StepEnd { step }, span);
     }
 
     /// One model call: streams its events, then hands the message to the machine.
@@ -286,29 +300,35 @@ impl Run {
         let message = self.stream_message(stream).await;
         let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
 
-        self.emitter.emit(AgentEvent::MessageEnd {
-            message: Box::new(Message::Assistant(message.clone())),
-        });
         let failure = message.stop_reason.is_failure().then(|| {
             message.error_message.clone().unwrap_or_else(|| "the model call failed".to_string())
         });
+        let dispositions =
+            if failure.is_some() { Vec::new() } else { self.dispositions(&message).await };
+        // The machine appends the message to the log; the events repeat the log's own.
+        // (Rejected calls' results may follow it in the log at once.)
+        let (progress, logged) = self.with_session(|m, s| {
+            let position = s.messages.len();
+            let progress =
+                m.on_model_message(s, message, dispositions, step_id, started_at, latency_ms);
+            (progress, s.messages.shared().get(position).cloned().map(|m| (m, position as u64)))
+        });
+        if let Some((message, position)) = &logged {
+            self.emitter.emit_repeating(
+                AgentEvent::MessageEnd { message: Arc::clone(message) },
+                Some(MessageSpan::one(*position)),
+            );
+        }
         if let Some(error) = &failure {
             self.error = Some(error.clone());
-            self.emitter.emit(AgentEvent::Error {
-                error: error.clone(),
-                message: Some(Box::new(Message::Assistant(message.clone()))),
-            });
+            let (message, span) = match logged {
+                Some((message, position)) => (Some(message), Some(MessageSpan::one(position))),
+                None => (None, None),
+            };
+            self.emitter.emit_repeating(AgentEvent::Error { error: error.clone(), message }, span);
         }
         self.emitter.emit(AgentEvent::NodeExit { name: "think".into(), node_id, error: failure });
-
-        let dispositions = if message.stop_reason.is_failure() {
-            Vec::new()
-        } else {
-            self.dispositions(&message).await
-        };
-        self.with_session(|m, s| {
-            m.on_model_message(s, message, dispositions, step_id, started_at, latency_ms)
-        })
+        progress
     }
 
     /// Streams one model call's events and returns its final message.

@@ -437,7 +437,8 @@ async fn drive(agent: Agent, id: String, report: Arc<Report>, seed: u64) {
         }
         let result = stream.result().await;
         let messages = handle.snapshot().messages;
-        let tail_matches = messages.ends_with(&result.messages);
+        let tail_matches = messages.len() >= result.messages.len()
+            && messages.iter().skip(messages.len() - result.messages.len()).eq(&result.messages);
         report.write(&Fact::Result {
             session: id.clone(),
             status: result.status,
@@ -754,7 +755,7 @@ async fn check_after_kill(
             .unwrap_or_else(|| panic!("after kill {life}: session {id} does not load"));
         handles.push(handle);
         let stored = store.load(id).await.unwrap().unwrap();
-        check_conversation(id, &stored.messages, false);
+        check_conversation(id, &stored.messages.to_vec(), false);
         for result in ledger.results.iter().filter(|r| &r.session == id) {
             let at = result.messages_len;
             assert!(
@@ -881,7 +882,7 @@ async fn finish(store: &Arc<dyn SessionStore>, seed: u64, ledger: &Ledger) -> us
         let stored = store.load(id).await.unwrap().unwrap();
         assert_eq!(stored.head.status, SessionStatus::Completed);
         assert_eq!(stored.messages.len(), handle.snapshot().messages.len());
-        check_conversation(id, &stored.messages, true);
+        check_conversation(id, &stored.messages.to_vec(), true);
         assert!(
             matches!(stored.messages.last(), Some(Message::Assistant(m)) if m.text().starts_with("answer")),
             "{id}: the last message is not the answer"

@@ -11,6 +11,7 @@ use std::time::Duration;
 use common::Recording;
 use futures::StreamExt;
 use serde_json::json;
+use sqlx::Connection;
 use weft_agent::{Agent, ExecuteError, SessionOptions};
 use weft_core::{
     AgentEvent, EventRecord, Input, Message, SessionStatus, SessionStore, ToolResultMessage,
@@ -484,4 +485,108 @@ async fn sessions_are_listed_and_deleted_per_owner() {
     assert!(agent.delete_session(&alice, OwnerScope::Owner("alice")).await.unwrap());
     assert!(agent.session(&alice).await.unwrap().is_none(), "gone from the process and the store");
     assert!(agent.session(&bob).await.unwrap().is_some());
+}
+
+/// Every event that repeats messages names where they are in the log, and names them right:
+/// the user's message, an answer whose call is rejected at once (its result follows it in the
+/// log in the same instant), a local tool's turn, a remote call and its resumption, the final
+/// answer, every `step_end` and each run's `session_end`. SQLite keeps those events without the
+/// messages (each message once in the file) and gives them back whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_repeating_messages_point_at_the_log_and_are_stored_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = tool_agent(
+        &dir,
+        vec![
+            FauxTurn::text("No such tool first.").with_tool_call("no_such_tool", json!({})),
+            FauxTurn::text("Looking it up.").with_tool_call("lookup", json!({"q": "weft"})),
+            FauxTurn::text("Reading the page.").with_tool_call("read_page", json!({})),
+            FauxTurn::text("The answer is forty-two, said the remarkable page."),
+        ],
+        false,
+    )
+    .await;
+    let session = agent
+        .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .await
+        .unwrap();
+    let first =
+        agent.execute(&session, Input::text("Find the answer")).await.unwrap().result().await;
+    assert_eq!(first.status, SessionStatus::AwaitingToolExecution);
+    let pending = session.pending_tool_calls();
+    let results = vec![ToolResultMessage::ok(&pending[0], "the remarkable page says 42")];
+    let second = agent.execute(&session, Input::ToolResults(results)).await.unwrap().result().await;
+    assert_eq!(second.status, SessionStatus::Completed);
+
+    let log = session.snapshot().messages;
+    // Each subscription follows one run to its end: read them all.
+    let mut live: Vec<Arc<EventRecord>> = Vec::new();
+    loop {
+        let after = live.last().map_or(0, |r| r.seq);
+        let run: Vec<Arc<EventRecord>> = session.subscribe(after).collect().await;
+        if run.is_empty() {
+            break;
+        }
+        live.extend(run);
+    }
+    let mut spans = 0;
+    for record in &live {
+        let Some(span) = record.messages else {
+            assert!(
+                !matches!(
+                    record.event,
+                    AgentEvent::MessageEnd { .. }
+                        | AgentEvent::StepEnd { .. }
+                        | AgentEvent::SessionEnd { .. }
+                ),
+                "{record:?} names no messages"
+            );
+            continue;
+        };
+        spans += 1;
+        let named = &log.shared()[span.first as usize..span.end() as usize];
+        match &record.event {
+            AgentEvent::StepEnd { step } => {
+                assert_eq!(span.count, 1);
+                assert_eq!(*named[0], Message::Assistant(step.llm_response.clone()));
+            }
+            _ => {
+                let carried = record.carried_messages();
+                assert_eq!(carried.len(), named.len(), "{record:?}");
+                for (c, n) in carried.iter().zip(named) {
+                    assert!(Arc::ptr_eq(c, n), "the event shares the log's own message");
+                }
+            }
+        }
+    }
+    // 9 messages (user, 3 × assistant + result, answer) and 4 steps, 2 session_ends.
+    assert_eq!(log.len(), 8);
+    assert_eq!(spans, 8 + 4 + 2);
+
+    // From the file: the same events, whole; the rows do not repeat the messages.
+    let store = sqlite(&dir).await;
+    let stored = store.read_events(&session.id(), 0, usize::MAX).await.unwrap();
+    let events = |r: &[Arc<EventRecord>]| r.iter().map(|e| e.event.clone()).collect::<Vec<_>>();
+    assert_eq!(events(&stored), events(&live));
+    let mut raw = sqlx::SqliteConnection::connect(&format!(
+        "sqlite:{}",
+        dir.path().join("weft.db").display()
+    ))
+    .await
+    .unwrap();
+    // The user's words are in no event row; the final answer's only in its block's `text_end`.
+    assert_eq!(types_holding(&mut raw, "Find the answer").await, Vec::<String>::new());
+    assert_eq!(types_holding(&mut raw, "forty-two").await, ["text_end"]);
+}
+
+/// The types of the stored events (deltas aside) whose JSON holds `text`.
+async fn types_holding(raw: &mut sqlx::SqliteConnection, text: &str) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT json_extract(event, '$.type') FROM events \
+         WHERE instr(event, ?) > 0 AND json_extract(event, '$.type') <> 'text_delta' ORDER BY seq",
+    )
+    .bind(text)
+    .fetch_all(raw)
+    .await
+    .unwrap()
 }

@@ -91,7 +91,8 @@ async fn text_only_run() {
     let Some(AgentEvent::SessionEnd { messages, status, .. }) = events.last() else {
         panic!("no session_end")
     };
-    assert_eq!((messages, *status), (&result.messages, SessionStatus::Completed));
+    assert!(messages.iter().map(|m| &**m).eq(&result.messages));
+    assert_eq!(*status, SessionStatus::Completed);
     assert_eq!(session.snapshot().messages, result.messages);
     assert_eq!(session.status(), SessionStatus::Completed);
 }

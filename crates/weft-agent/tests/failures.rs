@@ -174,7 +174,7 @@ async fn abort_during_text_streaming_keeps_the_partial_text() {
     assert_eq!(&k[end..end + 2], ["text_end", "message_end"]);
     assert!(k.contains(&"error"));
     assert_eq!(k.last(), Some(&"session_end"));
-    assert_eq!(session.snapshot().messages[1], result.messages[1]);
+    assert_eq!(*session.snapshot().messages[1], result.messages[1]);
 
     // The session takes a new input afterwards.
     let (_, result) = run(&agent, &session, Input::text("Again?")).await;
@@ -359,8 +359,7 @@ impl AgentHooks for Guard {
         Box::pin(async move {
             request.system_prompt = Some("Rewritten by the hook".into());
             // Keep only the last message.
-            let last = request.messages.pop();
-            request.messages = last.into_iter().collect();
+            request.messages = request.messages.last().cloned().into_iter().collect();
         })
     }
 

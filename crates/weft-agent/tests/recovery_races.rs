@@ -12,7 +12,7 @@ use futures::StreamExt;
 use serde_json::json;
 use weft_agent::{Agent, ExecuteError, SessionOptions, tool_fn};
 use weft_core::{
-    AgentEvent, Checkpoint, Commit, EventRecord, Input, Message, OwnerScope, SessionHead,
+    AgentEvent, Checkpoint, Commit, EventRecord, History, Input, OwnerScope, SessionHead,
     SessionStatus, SessionStore, StoreFuture, StoredSession,
 };
 use weft_llm::faux::{FauxProvider, FauxScript, FauxTurn};
@@ -47,7 +47,7 @@ struct Slow {
 #[rustfmt::skip]
 impl SessionStore for Slow {
     fn kind(&self) -> &'static str { self.inner.kind() }
-    fn create<'a>(&'a self, head: SessionHead, messages: Vec<Message>) -> StoreFuture<'a, ()> { self.inner.create(head, messages) }
+    fn create<'a>(&'a self, head: SessionHead, messages: History) -> StoreFuture<'a, ()> { self.inner.create(head, messages) }
     fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<StoredSession>> { self.inner.load(id) }
     fn head<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<SessionHead>> { self.inner.head(id) }
     fn commit<'a>(&'a self, commit: Commit) -> StoreFuture<'a, ()> { self.inner.commit(commit) }

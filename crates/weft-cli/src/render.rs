@@ -391,6 +391,8 @@ impl<W: Write> Sink for Renderer<W> {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use std::sync::Arc;
+
     use serde_json::json;
     use weft_core::{Role, ToolResultMessage};
 
@@ -485,7 +487,7 @@ mod tests {
             },
             // The result message that follows is not shown twice.
             AgentEvent::MessageEnd {
-                message: Box::new(Message::ToolResult(ToolResultMessage::ok(
+                message: Arc::new(Message::ToolResult(ToolResultMessage::ok(
                     &c,
                     "hello big world",
                 ))),
@@ -526,7 +528,7 @@ mod tests {
         let events = [
             AgentEvent::ToolcallEnd { index: 0, tool_call: c.clone() },
             AgentEvent::MessageEnd {
-                message: Box::new(Message::ToolResult(ToolResultMessage::error(
+                message: Arc::new(Message::ToolResult(ToolResultMessage::error(
                     &c,
                     "Tool nope not found",
                 ))),

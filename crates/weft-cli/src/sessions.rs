@@ -36,6 +36,7 @@ use std::time::{Duration, SystemTime};
 
 use clap::{Args, Subcommand};
 use serde::Serialize;
+use weft_core::History;
 use weft_core::store::{OwnerScope, RunState, SessionHead, StoredSession};
 use weft_core::{
     AgentEvent, AgentStep, AssistantContent, Message, SessionStatus, SessionStore, StopReason,
@@ -213,7 +214,7 @@ fn write_list(out: &mut dyn Write, heads: &[SessionHead]) -> io::Result<()> {
 #[serde(rename_all = "camelCase")]
 struct ShownSession<'a> {
     head: &'a SessionHead,
-    messages: &'a [Message],
+    messages: &'a History,
     #[serde(skip_serializing_if = "Option::is_none")]
     run: Option<&'a RunState>,
     steps: &'a [AgentStep],
@@ -572,7 +573,8 @@ mod tests {
                 Message::Assistant(first.clone()),
                 Message::ToolResult(ToolResultMessage::ok(&call, "hi")),
                 Message::Assistant(last),
-            ],
+            ]
+            .into(),
             run: None,
             last_seq: 40,
             reserved_seq: 4096,
@@ -639,7 +641,8 @@ mod tests {
                     StopReason::ToolUse,
                 )),
                 Message::ToolResult(ToolResultMessage::error(&call, evil)),
-            ],
+            ]
+            .into(),
             run: None,
             last_seq: 0,
             reserved_seq: 0,

@@ -274,7 +274,9 @@ fn native_protocol_prints_the_plans_events_and_nothing_else() {
         }
     }
     assert_eq!(deltas, answers);
-    let Some(Message::Assistant(last)) = messages.last() else { panic!("no final answer") };
+    let Some(Message::Assistant(last)) = messages.last().map(|m| &**m) else {
+        panic!("no final answer")
+    };
     assert_eq!(deltas.last().unwrap(), &last.text());
     assert_eq!(last.text(), "It said hello brave new world.");
 
@@ -300,8 +302,8 @@ fn model_defaults_to_faux() {
     let models: Vec<String> = events
         .into_iter()
         .filter_map(|e| match e {
-            AgentEvent::MessageEnd { message } => match *message {
-                Message::Assistant(m) => Some(m.model),
+            AgentEvent::MessageEnd { message } => match &*message {
+                Message::Assistant(m) => Some(m.model.clone()),
                 _ => None,
             },
             _ => None,

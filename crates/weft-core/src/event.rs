@@ -30,6 +30,8 @@
 //! session_end
 //! ```
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -57,8 +59,8 @@ pub enum AgentEvent {
         session_id: String,
         /// How the run ended.
         status: SessionStatus,
-        /// The messages this run added, in order.
-        messages: Vec<Message>,
+        /// The messages this run added, in order (the session log's own, shared).
+        messages: Vec<Arc<Message>>,
         /// Tokens this run used.
         usage: Usage,
         /// What this run cost.
@@ -105,8 +107,8 @@ pub enum AgentEvent {
     },
     /// A step ends, with all of its tool results.
     StepEnd {
-        /// The whole step.
-        step: Box<AgentStep>,
+        /// The whole step (shared with the run's step trace).
+        step: Arc<AgentStep>,
     },
 
     /// A message starts.
@@ -116,8 +118,8 @@ pub enum AgentEvent {
     },
     /// A message ends; for assistant messages it carries usage and cost.
     MessageEnd {
-        /// The whole message.
-        message: Box<Message>,
+        /// The whole message (the session log's own, shared).
+        message: Arc<Message>,
     },
 
     /// A text block starts.
@@ -315,7 +317,7 @@ pub enum AgentEvent {
         error: String,
         /// The message it happened in, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        message: Option<Box<Message>>,
+        message: Option<Arc<Message>>,
     },
 }
 

@@ -8,6 +8,8 @@
 //! - [`tool`]: [`ToolSpec`], what a model is told about a tool;
 //! - [`event`]: [`AgentEvent`], the one closed set of events a run emits;
 //! - [`step`]: the step trace ([`AgentStep`], [`ToolExecutionResult`], [`AgentResponse`]);
+//! - [`history`]: [`History`], the conversation shared (not copied) by the session, model
+//!   requests and events;
 //! - [`session`]: [`Session`], its status, and the [`Input`] that starts or resumes a run;
 //! - [`store`]: the durable shape of a session ([`SessionHead`], [`RunState`], [`Commit`],
 //!   [`EventRecord`]) and the [`SessionStore`] contract its backends implement.
@@ -16,15 +18,18 @@
 //! plan's (camelCase fields, `type`/`role` tags), specified on each type.
 //!
 //! ```
+//! use std::sync::Arc;
+//!
 //! use weft_core::{AgentEvent, Message, UserMessage};
 //!
-//! let event = AgentEvent::MessageEnd { message: Box::new(Message::User(UserMessage::text("hi"))) };
+//! let event = AgentEvent::MessageEnd { message: Arc::new(Message::User(UserMessage::text("hi"))) };
 //! let json = serde_json::to_value(&event).unwrap();
 //! assert_eq!(json["type"], "message_end");
 //! assert_eq!(json["message"]["role"], "user");
 //! ```
 
 pub mod event;
+pub mod history;
 pub mod message;
 pub mod session;
 pub mod step;
@@ -33,6 +38,7 @@ pub mod tool;
 pub mod usage;
 
 pub use event::AgentEvent;
+pub use history::History;
 pub use message::{
     AssistantContent, AssistantMessage, ImageContent, Message, Role, StopReason, TextContent,
     ThinkingContent, TimestampMs, ToolCall, ToolResultMessage, UserContent, UserMessage, now_ms,
@@ -43,8 +49,8 @@ pub use step::{
     ToolExecutionResult,
 };
 pub use store::{
-    Checkpoint, Commit, EventRecord, OwnerScope, RunChange, RunState, SessionHead, SessionStore,
-    StoreError, StoreFuture, StoredSession,
+    Checkpoint, Commit, EventRecord, MessageSpan, OwnerScope, RunChange, RunState, SessionHead,
+    SessionStore, StoreError, StoreFuture, StoredSession,
 };
 pub use tool::ToolSpec;
 pub use usage::{Cost, Prices, Usage};

@@ -279,6 +279,12 @@ impl Message {
     }
 }
 
+impl AsRef<Message> for Message {
+    fn as_ref(&self) -> &Message {
+        self
+    }
+}
+
 impl From<UserMessage> for Message {
     fn from(m: UserMessage) -> Self {
         Self::User(m)

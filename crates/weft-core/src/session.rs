@@ -3,7 +3,8 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use crate::message::{Message, TimestampMs, ToolCall, ToolResultMessage, UserMessage};
+use crate::history::History;
+use crate::message::{TimestampMs, ToolCall, ToolResultMessage, UserMessage};
 use crate::step::AgentStep;
 use crate::store::{RunState, SessionHead, StoredSession};
 use crate::tool::ToolSpec;
@@ -263,9 +264,9 @@ pub struct Session {
     /// the same name are remote.
     #[serde(default)]
     pub tools: Vec<ToolSpec>,
-    /// The whole conversation, append-only.
+    /// The whole conversation, append-only; shared, not copied, by model requests and events.
     #[serde(default)]
-    pub messages: Vec<Message>,
+    pub messages: History,
     /// Tokens used over the session's life.
     #[serde(default)]
     pub usage: Usage,
@@ -312,7 +313,7 @@ impl Session {
             model: model.into(),
             system_prompt: None,
             tools: Vec::new(),
-            messages: Vec::new(),
+            messages: History::new(),
             usage: Usage::default(),
             cost: Cost::default(),
             run: None,

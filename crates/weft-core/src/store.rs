@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::event::AgentEvent;
+use crate::history::History;
 use crate::message::{Message, TimestampMs};
 use crate::session::{OpenTurn, SessionStatus};
 use crate::tool::ToolSpec;
@@ -57,6 +58,53 @@ pub struct EventRecord {
     pub at: TimestampMs,
     /// The event.
     pub event: AgentEvent,
+    /// Where the messages the event repeats sit in the session's message log, when it repeats
+    /// some the log has or is about to have: see [`MessageSpan`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<MessageSpan>,
+}
+
+impl EventRecord {
+    /// The messages the event carries whole, in order: `message_end`'s and `error`'s message,
+    /// `session_end`'s messages; none for other events. (`step_end` carries its assistant message
+    /// inside the step, as an [`AssistantMessage`](crate::AssistantMessage).)
+    pub fn carried_messages(&self) -> &[Arc<Message>] {
+        match &self.event {
+            AgentEvent::MessageEnd { message } => std::slice::from_ref(message),
+            AgentEvent::Error { message: Some(message), .. } => std::slice::from_ref(message),
+            AgentEvent::SessionEnd { messages, .. } => messages,
+            _ => &[],
+        }
+    }
+}
+
+/// The positions in the session's message log of the messages an event repeats: `count`
+/// messages from position `first` (0-based). For `message_end` and `error` the one message, for
+/// `step_end` its assistant message, for `session_end` the messages the run added.
+///
+/// The log already keeps those messages, so a store keeps such an event without them and puts
+/// them back when it is read: the stored log holds each message once. A store does so only when
+/// its log has the messages when the event is appended (the agent commits a message before it
+/// publishes the events that repeat it); otherwise it keeps the event whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageSpan {
+    /// The position of the first message.
+    pub first: u64,
+    /// How many messages.
+    pub count: u64,
+}
+
+impl MessageSpan {
+    /// One message, at `position`.
+    pub fn one(position: u64) -> Self {
+        Self { first: position, count: 1 }
+    }
+
+    /// The position after the last message.
+    pub fn end(&self) -> u64 {
+        self.first.saturating_add(self.count)
+    }
 }
 
 /// What a session is, without its messages: rewritten by every commit.
@@ -156,9 +204,10 @@ pub struct Commit {
     /// The new head. Its `version` must be `expected_version + 1`, and its `message_count` the
     /// old count plus `messages.len()`.
     pub head: SessionHead,
-    /// Messages appended to the log, the first at the old `message_count`.
+    /// Messages appended to the log, the first at the old `message_count` (the session log's
+    /// own, shared).
     #[serde(default)]
-    pub messages: Vec<Message>,
+    pub messages: Vec<Arc<Message>>,
     /// What happens to the run state.
     #[serde(default)]
     pub run: RunChange,
@@ -175,7 +224,7 @@ pub struct StoredSession {
     /// Its head.
     pub head: SessionHead,
     /// The whole message log, in order.
-    pub messages: Vec<Message>,
+    pub messages: History,
     /// The current or suspended run, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<RunState>,
@@ -273,7 +322,7 @@ pub trait SessionStore: Send + Sync + 'static {
 
     /// Stores a new session (head with `version` 0 and `message_count` = `messages.len()`).
     /// [`StoreError::AlreadyExists`] if the id is taken.
-    fn create<'a>(&'a self, head: SessionHead, messages: Vec<Message>) -> StoreFuture<'a, ()>;
+    fn create<'a>(&'a self, head: SessionHead, messages: History) -> StoreFuture<'a, ()>;
 
     /// Loads a session: head, messages, run state and its event-log positions.
     fn load<'a>(&'a self, session_id: &'a str) -> StoreFuture<'a, Option<StoredSession>>;

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use common::{MockResponse, MockServer, split_parts};
 use futures::StreamExt;
 use serde_json::Value;
-use weft_core::{AssistantContent, AssistantMessage, StopReason, UserMessage};
+use weft_core::{AssistantContent, AssistantMessage, Message, StopReason, UserMessage};
 use weft_llm::dialect::SseDecoder;
 use weft_llm::http::{HttpClient, RetryPolicy, Timeouts};
 use weft_llm::models::ModelRegistry;
@@ -641,7 +641,7 @@ fn adapter_runs(
         let request = ModelRequest {
             session_id: "bench".into(),
             model: case.dialect.model().into(),
-            messages: vec![UserMessage::text("Write the answer.").into()],
+            messages: [Message::User(UserMessage::text("Write the answer."))].into_iter().collect(),
             ..ModelRequest::default()
         };
         let (elapsed, message, payload) = client_rt.block_on(async {

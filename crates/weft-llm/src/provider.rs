@@ -1,7 +1,7 @@
 //! The [`Provider`] contract: a model call as a stream of events.
 
 use serde::{Deserialize, Serialize};
-use weft_core::{Message, Prices, StopReason, ToolSpec, Usage};
+use weft_core::{History, Prices, StopReason, ToolSpec, Usage};
 
 use crate::CancellationToken;
 use crate::stream::ProviderStream;
@@ -17,8 +17,9 @@ pub struct ModelRequest {
     /// The system prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
-    /// The conversation so far.
-    pub messages: Vec<Message>,
+    /// The conversation so far: the session's own log, shared (see [`History`]); a hook that
+    /// edits it copies it first.
+    pub messages: History,
     /// The tools the model may call.
     #[serde(default)]
     pub tools: Vec<ToolSpec>,

@@ -36,13 +36,17 @@ pub const NO_RESULT: &str = "No result was provided for this tool call";
 
 /// The messages to send to `target_provider`/`target_model`, following the
 /// [module's rules](self).
-pub fn prepare(messages: &[Message], target_provider: &str, target_model: &str) -> Vec<Message> {
+pub fn prepare<M: AsRef<Message>>(
+    messages: &[M],
+    target_provider: &str,
+    target_model: &str,
+) -> Vec<Message> {
     // Pass 1: which kept assistant message owns each tool result.
     let mut latest_caller: HashMap<&str, usize> = HashMap::new();
     // owner index → call id → the first result's index
     let mut results: HashMap<usize, HashMap<&str, usize>> = HashMap::new();
     for (i, message) in messages.iter().enumerate() {
-        match message {
+        match message.as_ref() {
             // Calls of failed turns answer nothing: their results stay unmatched.
             Message::Assistant(a) if a.stop_reason.is_failure() => {}
             Message::Assistant(a) => {
@@ -62,9 +66,9 @@ pub fn prepare(messages: &[Message], target_provider: &str, target_model: &str) 
     // Pass 2: emit.
     let mut out = Vec::with_capacity(messages.len());
     for (i, message) in messages.iter().enumerate() {
-        let assistant = match message {
-            Message::User(_) => {
-                out.push(message.clone());
+        let assistant = match message.as_ref() {
+            Message::User(user) => {
+                out.push(Message::User(user.clone()));
                 continue;
             }
             // Emitted after their owner, or dropped.
@@ -91,9 +95,11 @@ pub fn prepare(messages: &[Message], target_provider: &str, target_model: &str) 
         let owned = results.get(&i);
         for call in assistant.tool_calls() {
             let recorded =
-                owned.and_then(|o| o.get(call.id.as_str())).and_then(|&j| match &messages[j] {
-                    Message::ToolResult(r) => Some(r),
-                    _ => None,
+                owned.and_then(|o| o.get(call.id.as_str())).and_then(|&j| {
+                    match messages[j].as_ref() {
+                        Message::ToolResult(r) => Some(r),
+                        _ => None,
+                    }
                 });
             let result = match recorded {
                 Some(r) => ToolResultMessage { tool_call_id: rename(&r.tool_call_id), ..r.clone() },
@@ -466,7 +472,7 @@ mod tests {
         let messages =
             vec![user("hi"), assistant(SONNET, StopReason::Stop, vec![thinking(" ", None)])];
         assert_eq!(prepare(&messages, "openai", "gpt-4o").len(), 1);
-        assert!(prepare(&[], "openai", "gpt-4o").is_empty());
+        assert!(prepare::<Message>(&[], "openai", "gpt-4o").is_empty());
     }
 
     #[test]

@@ -40,7 +40,7 @@ fn adapter(server: &MockServer) -> Anthropic {
 fn request() -> ModelRequest {
     ModelRequest {
         model: MODEL.into(),
-        messages: vec![UserMessage::text("Hello").into()],
+        messages: vec![Message::User(UserMessage::text("Hello"))].into(),
         ..ModelRequest::default()
     }
 }
@@ -510,7 +510,8 @@ async fn the_request_carries_system_messages_tools_thinking_and_merged_tool_resu
             ToolResultMessage::new("toolu_01B", "get_weather", "timeout", true).into(),
             UserMessage::text("And tomorrow?").into(),
             aborted.into(),
-        ],
+        ]
+        .into(),
         tools: vec![ToolSpec {
             name: "get_weather".into(),
             label: String::new(),
@@ -607,7 +608,7 @@ async fn real_service_streams_text() {
     let provider = Anthropic::new(settings, client);
     let req = ModelRequest {
         model: model.clone(),
-        messages: vec![UserMessage::text("Reply with the single word: pong").into()],
+        messages: vec![Message::User(UserMessage::text("Reply with the single word: pong"))].into(),
         max_tokens: Some(20),
         ..ModelRequest::default()
     };

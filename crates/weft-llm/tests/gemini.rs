@@ -45,7 +45,7 @@ fn ask(text: &str) -> ModelRequest {
     ModelRequest {
         session_id: "s1".into(),
         model: MODEL.into(),
-        messages: vec![UserMessage::text(text).into()],
+        messages: vec![Message::User(UserMessage::text(text))].into(),
         ..ModelRequest::default()
     }
 }
@@ -200,11 +200,15 @@ async fn thinking_with_signatures_then_text() {
 
     // The message sent back to the same model carries every signature on its own part.
     let mut next = ask("And of Italy?");
-    next.messages.insert(0, Message::Assistant(message));
-    next.messages.insert(0, UserMessage::text("What is the capital of France?").into());
+    let question = next.messages.to_vec();
+    next.messages =
+        [UserMessage::text("What is the capital of France?").into(), Message::Assistant(message)]
+            .into_iter()
+            .chain(question)
+            .collect();
     let provider = Gemini::new(settings("http://127.0.0.1:1".into()), test_client());
-    let prepared = weft_llm::replay::prepare(&next.messages, "gemini", MODEL);
-    next.messages = prepared;
+    let prepared = weft_llm::replay::prepare(next.messages.shared(), "gemini", MODEL);
+    next.messages = prepared.into();
     let body = provider.request_body(&next);
     assert_eq!(
         body["contents"][1],
@@ -508,7 +512,7 @@ async fn the_request_carries_history_signatures_tools_and_config() {
         session_id: "s1".into(),
         model: MODEL.into(),
         system_prompt: Some("You are terse.".into()),
-        messages: history(),
+        messages: history().into(),
         tools: vec![ToolSpec::new(
             "get_weather",
             "The weather in a city.",
@@ -574,7 +578,7 @@ async fn the_request_carries_history_signatures_tools_and_config() {
 async fn signatures_are_not_sent_to_another_model() {
     let request = ModelRequest {
         model: "gemini-2.5-pro".into(),
-        messages: history(),
+        messages: history().into(),
         ..ModelRequest::default()
     };
     let (_, terminal, server) =

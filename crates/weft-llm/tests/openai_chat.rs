@@ -39,7 +39,7 @@ fn provider(server: &MockServer) -> OpenAiChat {
 fn request(text: &str) -> ModelRequest {
     ModelRequest {
         model: "gpt-4o".to_string(),
-        messages: vec![Message::User(UserMessage::text(text))],
+        messages: vec![Message::User(UserMessage::text(text))].into(),
         ..ModelRequest::default()
     }
 }
@@ -425,7 +425,8 @@ async fn request_carries_system_history_tools_and_results() {
             Message::ToolResult(ToolResultMessage::ok(&call_a, "18°C")),
             Message::ToolResult(ToolResultMessage::error(&call_b, "clock broken")),
             Message::User(UserMessage::text("Thanks")),
-        ],
+        ]
+        .into(),
         tools: vec![ToolSpec::new(
             "get_weather",
             "Weather for a place",

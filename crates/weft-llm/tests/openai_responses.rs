@@ -40,7 +40,7 @@ fn provider(server: &MockServer) -> OpenAiResponses {
 fn request(model: &str, text: &str) -> ModelRequest {
     ModelRequest {
         model: model.to_string(),
-        messages: vec![Message::User(UserMessage::text(text))],
+        messages: vec![Message::User(UserMessage::text(text))].into(),
         ..ModelRequest::default()
     }
 }

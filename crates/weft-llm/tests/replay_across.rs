@@ -119,7 +119,7 @@ async fn request_for(target: &str, model: &str) -> Value {
         session_id: "s".into(),
         model: model.into(),
         system_prompt: Some("Be brief.".into()),
-        messages: history(),
+        messages: history().into(),
         tools: vec![ToolSpec::new(
             "lookup",
             "Looks things up",

@@ -7,8 +7,13 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
+use weft_core::History;
+use weft_core::event::AgentEvent;
 use weft_core::message::Message;
-use weft_core::store::{Checkpoint, Commit, EventRecord, RunChange, SessionHead, StoreError};
+use weft_core::store::{
+    Checkpoint, Commit, EventRecord, MessageSpan, RunChange, SessionHead, StoreError,
+};
 
 /// A failure of the backend itself.
 pub(crate) fn backend(what: impl Display, error: impl Display) -> StoreError {
@@ -58,7 +63,7 @@ pub(crate) fn decode<T: DeserializeOwned>(
 }
 
 /// Checks a new session before anything is written.
-pub(crate) fn check_create(head: &SessionHead, messages: &[Message]) -> Result<(), StoreError> {
+pub(crate) fn check_create(head: &SessionHead, messages: &History) -> Result<(), StoreError> {
     if head.id.is_empty() {
         return Err(StoreError::Invalid("a session id cannot be empty".into()));
     }
@@ -254,23 +259,179 @@ pub(crate) struct EncodedEvent {
     pub(crate) run_id: String,
     pub(crate) node_id: Option<String>,
     pub(crate) at: i64,
+    /// The event's JSON; without the messages of `span` when `span` is set.
     pub(crate) json: String,
+    /// The log positions (first, count) of the messages `json` leaves out, to be put back from
+    /// the `messages` table when the event is read: the stored log keeps each message once.
+    pub(crate) span: Option<(i64, i64)>,
+    /// For an event encoded by reference, the record itself: should the log not have the
+    /// messages when the event is written, it is stored whole after all ([`Self::settle`]).
+    record: Option<Arc<EventRecord>>,
 }
 
-/// Events ready for a SQL backend (order and ranges checked by the caller).
+impl EncodedEvent {
+    /// Decides, inside the writing transaction, how the event is stored: by reference only when
+    /// the log (`message_count` messages) has every message the reference names.
+    pub(crate) fn settle(&mut self, message_count: u64) -> Result<(), StoreError> {
+        if let (Some((first, count)), Some(record)) = (self.span, self.record.take()) {
+            let end = u64::try_from(first.saturating_add(count)).unwrap_or(u64::MAX);
+            if end > message_count {
+                self.json = encode(&record.event, "event")?;
+                self.span = None;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Events ready for a SQL backend (order and ranges checked by the caller). Events that repeat
+/// messages of the log ([`EventRecord::messages`]) are encoded without them; the writer
+/// [settles](EncodedEvent::settle) each against the log before inserting it.
 pub(crate) fn encode_events(events: &[Arc<EventRecord>]) -> Result<Vec<EncodedEvent>, StoreError> {
     events
         .iter()
         .map(|e| {
+            let by_reference = match e.messages {
+                Some(span) => without_messages(&e.event, span)?.map(|json| (json, span)),
+                None => None,
+            };
+            let (json, span, record) = match by_reference {
+                Some((json, span)) => (
+                    json,
+                    Some((
+                        to_i64(span.first, "message position")?,
+                        to_i64(span.count, "message count")?,
+                    )),
+                    Some(Arc::clone(e)),
+                ),
+                None => (encode(&e.event, "event")?, None, None),
+            };
             Ok(EncodedEvent {
                 seq: to_i64(e.seq, "seq")?,
                 run_id: e.run_id.to_string(),
                 node_id: e.node_id.as_ref().map(|n| n.to_string()),
                 at: to_i64(e.at, "event time")?,
-                json: encode(&e.event, "event")?,
+                json,
+                span,
+                record,
             })
         })
         .collect()
+}
+
+/// The JSON of `event` without the messages `span` names, or `None` when the event does not
+/// repeat exactly that many messages (then it is stored whole).
+fn without_messages(event: &AgentEvent, span: MessageSpan) -> Result<Option<String>, StoreError> {
+    let mut value = match event {
+        AgentEvent::MessageEnd { .. } if span.count == 1 => {
+            return Ok(Some(r#"{"type":"message_end"}"#.to_owned()));
+        }
+        AgentEvent::Error { error, message: Some(_) } if span.count == 1 => {
+            return encode(&serde_json::json!({ "type": "error", "error": error }), "event")
+                .map(Some);
+        }
+        AgentEvent::SessionEnd { messages, .. } if messages.len() as u64 == span.count => {
+            to_value(event)?
+        }
+        AgentEvent::StepEnd { .. } if span.count == 1 => to_value(event)?,
+        _ => return Ok(None),
+    };
+    let removed = match &mut value {
+        Value::Object(map) if map.contains_key("messages") => map.remove("messages"),
+        Value::Object(map) => match map.get_mut("step") {
+            Some(Value::Object(step)) => step.remove("llmResponse"),
+            _ => None,
+        },
+        _ => None,
+    };
+    if removed.is_none() {
+        return Ok(None);
+    }
+    encode(&value, "event").map(Some)
+}
+
+fn to_value(event: &AgentEvent) -> Result<Value, StoreError> {
+    serde_json::to_value(event)
+        .map_err(|e| StoreError::Invalid(format!("event cannot be serialized: {e}")))
+}
+
+/// An event stored by reference, whole again: the messages at positions `first..` (their JSON
+/// as stored, `messages[0]` at `first`) put back where [`encode_events`] took them out.
+pub(crate) fn with_messages(
+    json: &str,
+    first: u64,
+    count: u64,
+    messages: &LogWindow,
+    session_id: &str,
+) -> Result<AgentEvent, StoreError> {
+    let mut value: Value = decode(json, "events", session_id)?;
+    let mut taken = Vec::with_capacity(usize::try_from(count).unwrap_or(0).min(1024));
+    for position in first..first.saturating_add(count) {
+        let text = messages.get(position).ok_or_else(|| {
+            corrupt(
+                "events",
+                session_id,
+                format!("an event names message {position}, which the log lacks"),
+            )
+        })?;
+        taken.push(decode::<Value>(text, "messages", session_id)?);
+    }
+    let Value::Object(map) = &mut value else {
+        return Err(corrupt("events", session_id, "an event stored by reference is not an object"));
+    };
+    match map.get("type").and_then(Value::as_str) {
+        Some("message_end" | "error") if taken.len() == 1 => {
+            map.insert("message".into(), taken.swap_remove(0));
+        }
+        Some("session_end") => {
+            map.insert("messages".into(), Value::Array(taken));
+        }
+        Some("step_end") if taken.len() == 1 => match map.get_mut("step") {
+            Some(Value::Object(step)) => {
+                step.insert("llmResponse".into(), taken.swap_remove(0));
+            }
+            _ => return Err(corrupt("events", session_id, "a step_end without its step")),
+        },
+        other => {
+            return Err(corrupt(
+                "events",
+                session_id,
+                format!("an event of type {other:?} names {count} messages"),
+            ));
+        }
+    }
+    serde_json::from_value(value).map_err(|e| corrupt("events", session_id, e))
+}
+
+/// The stored JSON of consecutive messages of one session's log, read for the events that
+/// name them.
+#[derive(Default)]
+pub(crate) struct LogWindow {
+    first: u64,
+    texts: Vec<String>,
+}
+
+impl LogWindow {
+    /// Messages `first`, `first + 1` … as stored.
+    pub(crate) fn new(first: u64, texts: Vec<String>) -> Self {
+        Self { first, texts }
+    }
+
+    fn get(&self, position: u64) -> Option<&str> {
+        let i = usize::try_from(position.checked_sub(self.first)?).ok()?;
+        self.texts.get(i).map(String::as_str)
+    }
+}
+
+/// The positions `[first, end)` of the log that events stored by reference with `spans` need,
+/// if any.
+pub(crate) fn needed_messages(spans: impl Iterator<Item = MessageSpan>) -> Option<(u64, u64)> {
+    spans.fold(None, |acc, span| {
+        Some(match acc {
+            None => (span.first, span.end()),
+            Some((lo, hi)) => (lo.min(span.first), hi.max(span.end())),
+        })
+    })
 }
 
 /// A head ready for a SQL backend: its columns and JSON.
@@ -318,8 +479,10 @@ pub(crate) fn encode_run(run: &RunChange) -> Result<EncodedRun, StoreError> {
 }
 
 /// Messages encoded, one JSON text each.
-pub(crate) fn encode_messages(messages: &[Message]) -> Result<Vec<String>, StoreError> {
-    messages.iter().map(|m| encode(m, "message")).collect()
+pub(crate) fn encode_messages<M: AsRef<Message>>(
+    messages: &[M],
+) -> Result<Vec<String>, StoreError> {
+    messages.iter().map(|m| encode(m.as_ref(), "message")).collect()
 }
 
 /// A commit checked for what it can be checked without the store, then encoded.

@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::time::Instant;
-use weft_core::message::{Message, TimestampMs};
+use weft_core::History;
+use weft_core::message::TimestampMs;
 use weft_core::session::SessionStatus;
 use weft_core::store::{
     Checkpoint, Commit, EventRecord, OwnerScope, RunChange, RunState, SessionHead, SessionStore,
@@ -38,7 +39,7 @@ struct State {
 
 struct Entry {
     head: SessionHead,
-    messages: Vec<Message>,
+    messages: History,
     run: Option<RunState>,
     /// In seq order.
     events: Vec<Arc<EventRecord>>,
@@ -83,7 +84,7 @@ impl MemoryStore {
         self.inner.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn create_now(&self, head: SessionHead, messages: Vec<Message>) -> Result<(), StoreError> {
+    fn create_now(&self, head: SessionHead, messages: History) -> Result<(), StoreError> {
         codec::check_create(&head, &messages)?;
         let mut state = self.state();
         if state.sessions.contains_key(&head.id) {
@@ -117,7 +118,9 @@ impl MemoryStore {
             codec::check_commit(&entry.position(), &shape)?;
             let Commit { head, messages, run, events, .. } = commit;
             entry.head = head;
-            entry.messages.extend(messages);
+            for message in messages {
+                entry.messages.push_shared(message);
+            }
             match run {
                 RunChange::Keep => {}
                 RunChange::Set(run) => entry.run = Some(*run),
@@ -180,7 +183,7 @@ impl SessionStore for MemoryStore {
         "memory"
     }
 
-    fn create<'a>(&'a self, head: SessionHead, messages: Vec<Message>) -> StoreFuture<'a, ()> {
+    fn create<'a>(&'a self, head: SessionHead, messages: History) -> StoreFuture<'a, ()> {
         ready(self.create_now(head, messages))
     }
 

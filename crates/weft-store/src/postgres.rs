@@ -21,26 +21,32 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions, PgRow};
 use sqlx::{ConnectOptions, Connection, Executor, PgConnection, Row};
 use tokio::task::JoinHandle;
-use weft_core::message::{Message, TimestampMs};
+use weft_core::History;
+use weft_core::message::TimestampMs;
 use weft_core::session::SessionStatus;
 use weft_core::store::{
-    Checkpoint, Commit, EventRecord, OwnerScope, SessionHead, SessionStore, StoreError,
-    StoreFuture, StoredSession,
+    Checkpoint, Commit, EventRecord, MessageSpan, OwnerScope, SessionHead, SessionStore,
+    StoreError, StoreFuture, StoredSession,
 };
 
 use crate::codec::{
-    self, EncodedCommit, EncodedEvent, EncodedRun, Position, backend, column, column_u64,
-    limit_i64, to_i64,
+    self, EncodedCommit, EncodedEvent, EncodedRun, LogWindow, Position, backend, column,
+    column_u64, limit_i64, to_i64,
 };
 use crate::hub::{self, Hub};
 use crate::rows;
 
 /// The schema, in order, with the version each one brings the database to (its position + 1).
-const MIGRATIONS: &[(&str, &str)] =
-    &[("0001_sessions", include_str!("../migrations/postgres/0001_sessions.sql"))];
+const MIGRATIONS: &[(&str, &str)] = &[
+    ("0001_sessions", include_str!("../migrations/postgres/0001_sessions.sql")),
+    (
+        "0002_events_by_reference",
+        include_str!("../migrations/postgres/0002_events_by_reference.sql"),
+    ),
+];
 
 /// The advisory lock migrations run under (`weft_mig` in ASCII).
 const MIGRATION_LOCK: i64 = 0x7765_6674_5f6d_6967;
@@ -150,6 +156,31 @@ impl PostgresStore {
         column_u64(&row, "last_seq", "sessions", session_id)
     }
 
+    /// The messages the events among `rows` stored by reference name (one query, none when no
+    /// event needs any). Messages are committed before the events that name them, so they are
+    /// there, whatever was written since.
+    async fn log_window(&self, session_id: &str, rows: &[PgRow]) -> Result<LogWindow, StoreError> {
+        let spans: Vec<MessageSpan> = rows
+            .iter()
+            .map(|row| rows::span(row, session_id))
+            .filter_map(Result::transpose)
+            .collect::<Result<_, _>>()?;
+        let Some((first, end)) = codec::needed_messages(spans.into_iter()) else {
+            return Ok(LogWindow::default());
+        };
+        let texts: Vec<String> = sqlx::query_scalar(
+            "SELECT message FROM messages WHERE session_id = $1 AND idx >= $2 AND idx < $3 \
+             ORDER BY idx",
+        )
+        .bind(session_id)
+        .bind(to_i64(first, "message position")?)
+        .bind(to_i64(end, "message position")?)
+        .fetch_all(&self.inner.pool)
+        .await
+        .map_err(pg)?;
+        Ok(LogWindow::new(first, texts))
+    }
+
     async fn exists(&self, session_id: &str) -> Result<bool, StoreError> {
         Ok(sqlx::query("SELECT 1 FROM sessions WHERE id = $1")
             .bind(session_id)
@@ -159,14 +190,10 @@ impl PostgresStore {
             .is_some())
     }
 
-    async fn create_now(
-        &self,
-        head: SessionHead,
-        messages: Vec<Message>,
-    ) -> Result<(), StoreError> {
+    async fn create_now(&self, head: SessionHead, messages: History) -> Result<(), StoreError> {
         codec::check_create(&head, &messages)?;
         let encoded = codec::encode_head(&head)?;
-        let messages = codec::encode_messages(&messages)?;
+        let messages = codec::encode_messages(messages.shared())?;
         let mut tx = self.inner.pool.begin().await.map_err(pg)?;
         let inserted = sqlx::query(
             "INSERT INTO sessions (id, owner, status, head, version, message_count, \
@@ -242,7 +269,7 @@ impl PostgresStore {
         }
         let appended = !events.is_empty();
         if appended {
-            insert_events(&mut tx, id, events).await?;
+            insert_events(&mut tx, id, events, shape.message_count).await?;
             notify(&mut tx, &self.inner.channel, id, last).await?;
         }
         tx.commit().await.map_err(pg)?;
@@ -268,7 +295,7 @@ impl PostgresStore {
         if encoded.is_empty() {
             return Ok(());
         }
-        insert_events(&mut tx, session_id, encoded).await?;
+        insert_events(&mut tx, session_id, encoded, at.message_count).await?;
         sqlx::query(
             "UPDATE sessions SET last_seq = $2, reserved_seq = GREATEST(reserved_seq, $2) \
              WHERE id = $1",
@@ -352,6 +379,8 @@ impl PostgresStore {
             OwnerScope::Owner(o) => Some(o),
         };
         let mut tx = self.inner.pool.begin().await.map_err(pg)?;
+        // The session's row first (its lock is what every write of events takes), then its
+        // events, which have no foreign key (migration 0002); the other tables cascade.
         let deleted =
             sqlx::query("DELETE FROM sessions WHERE id = $1 AND ($2::text IS NULL OR owner = $2)")
                 .bind(session_id)
@@ -362,6 +391,11 @@ impl PostgresStore {
                 .rows_affected()
                 > 0;
         if deleted {
+            sqlx::query("DELETE FROM events WHERE session_id = $1")
+                .bind(session_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(pg)?;
             notify(&mut tx, &self.inner.channel, session_id, 0).await?;
         }
         tx.commit().await.map_err(pg)?;
@@ -535,27 +569,34 @@ async fn insert_events(
     tx: &mut PgConnection,
     session_id: &str,
     events: Vec<EncodedEvent>,
+    message_count: u64,
 ) -> Result<(), StoreError> {
     let n = events.len();
-    let (mut seqs, mut runs, mut nodes, mut ats, mut jsons) = (
+    let (mut seqs, mut runs, mut nodes, mut ats, mut jsons, mut firsts, mut counts) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
     );
-    for e in events {
+    for mut e in events {
+        e.settle(message_count)?;
         seqs.push(e.seq);
         runs.push(e.run_id);
         nodes.push(e.node_id);
         ats.push(e.at);
         jsons.push(e.json);
+        firsts.push(e.span.map(|(first, _)| first));
+        counts.push(e.span.map(|(_, count)| count));
     }
     sqlx::query(
-        "INSERT INTO events (session_id, seq, run_id, node_id, at, event) \
-         SELECT $1, seq, run_id, node_id, at, event \
-         FROM UNNEST($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[]) \
-         AS e (seq, run_id, node_id, at, event)",
+        "INSERT INTO events (session_id, seq, run_id, node_id, at, event, msg_first, msg_count) \
+         SELECT $1, seq, run_id, node_id, at, event, msg_first, msg_count \
+         FROM UNNEST($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[], \
+                     $7::bigint[], $8::bigint[]) \
+         AS e (seq, run_id, node_id, at, event, msg_first, msg_count)",
     )
     .bind(session_id)
     .bind(seqs)
@@ -563,6 +604,8 @@ async fn insert_events(
     .bind(nodes)
     .bind(ats)
     .bind(jsons)
+    .bind(firsts)
+    .bind(counts)
     .execute(&mut *tx)
     .await
     .map_err(missing_session(session_id))?;
@@ -593,7 +636,7 @@ impl SessionStore for PostgresStore {
         "postgres"
     }
 
-    fn create<'a>(&'a self, head: SessionHead, messages: Vec<Message>) -> StoreFuture<'a, ()> {
+    fn create<'a>(&'a self, head: SessionHead, messages: History) -> StoreFuture<'a, ()> {
         Box::pin(self.create_now(head, messages))
     }
 
@@ -636,7 +679,7 @@ impl SessionStore for PostgresStore {
     ) -> StoreFuture<'a, Vec<Arc<EventRecord>>> {
         Box::pin(async move {
             let found = sqlx::query(
-                "SELECT seq, run_id, node_id, at, event FROM events \
+                "SELECT seq, run_id, node_id, at, event, msg_first, msg_count FROM events \
                  WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
             )
             .bind(session_id)
@@ -648,8 +691,9 @@ impl SessionStore for PostgresStore {
             if found.is_empty() && !self.exists(session_id).await? {
                 return Err(StoreError::NotFound(session_id.to_owned()));
             }
+            let window = self.log_window(session_id, &found).await?;
             let sid: Arc<str> = Arc::from(session_id);
-            found.iter().map(|row| rows::event(row, &sid).map(Arc::new)).collect()
+            found.iter().map(|row| rows::event(row, &sid, &window).map(Arc::new)).collect()
         })
     }
 

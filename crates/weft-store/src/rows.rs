@@ -5,16 +5,24 @@ use std::sync::Arc;
 
 use sqlx::{ColumnIndex, Decode, Row, Type};
 use weft_core::message::Message;
-use weft_core::store::{Checkpoint, EventRecord, RunState, SessionHead, StoreError, StoredSession};
+use weft_core::store::{
+    Checkpoint, EventRecord, MessageSpan, RunState, SessionHead, StoreError, StoredSession,
+};
 
-use crate::codec::{column, column_u64, corrupt, decode};
+use crate::codec::{self, LogWindow, column, column_u64, corrupt, decode, to_u64};
 
-/// `(seq, run_id, node_id, at, event)` of the `events` table.
-pub(crate) fn event<'r, R>(row: &'r R, session_id: &Arc<str>) -> Result<EventRecord, StoreError>
+/// `(seq, run_id, node_id, at, event, msg_first, msg_count)` of the `events` table. An event
+/// stored by reference (`msg_first` set) gets its messages back from `window`.
+pub(crate) fn event<'r, R>(
+    row: &'r R,
+    session_id: &Arc<str>,
+    window: &LogWindow,
+) -> Result<EventRecord, StoreError>
 where
     R: Row,
     for<'n> &'n str: ColumnIndex<R>,
     i64: Decode<'r, R::Database> + Type<R::Database>,
+    Option<i64>: Decode<'r, R::Database> + Type<R::Database>,
     String: Decode<'r, R::Database> + Type<R::Database>,
     Option<String>: Decode<'r, R::Database> + Type<R::Database>,
 {
@@ -22,13 +30,39 @@ where
     let run_id: String = column(row, "run_id", "events", sid)?;
     let node_id: Option<String> = column(row, "node_id", "events", sid)?;
     let text: String = column(row, "event", "events", sid)?;
+    let (event, messages) = match span(row, sid)? {
+        Some(span) => {
+            (codec::with_messages(&text, span.first, span.count, window, sid)?, Some(span))
+        }
+        None => (decode(&text, "events", sid)?, None),
+    };
     Ok(EventRecord {
         session_id: Arc::clone(session_id),
         run_id: run_id.into(),
         seq: column_u64(row, "seq", "events", sid)?,
         node_id: node_id.map(Into::into),
         at: column_u64(row, "at", "events", sid)?,
-        event: decode(&text, "events", sid)?,
+        event,
+        messages,
+    })
+}
+
+/// The `(msg_first, msg_count)` of an `events` row: set for an event stored by reference.
+pub(crate) fn span<'r, R>(row: &'r R, session_id: &str) -> Result<Option<MessageSpan>, StoreError>
+where
+    R: Row,
+    for<'n> &'n str: ColumnIndex<R>,
+    Option<i64>: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let first: Option<i64> = column(row, "msg_first", "events", session_id)?;
+    let count: Option<i64> = column(row, "msg_count", "events", session_id)?;
+    Ok(match (first, count) {
+        (Some(first), Some(count)) => Some(MessageSpan {
+            first: to_u64(first, "events", session_id, "msg_first")?,
+            count: to_u64(count, "events", session_id, "msg_count")?,
+        }),
+        (None, None) => None,
+        _ => return Err(corrupt("events", session_id, "msg_first and msg_count disagree")),
     })
 }
 
@@ -128,7 +162,7 @@ where
     };
     Ok(StoredSession {
         head,
-        messages: log,
+        messages: log.into(),
         run,
         last_seq: column_u64(session, "last_seq", "sessions", session_id)?,
         reserved_seq: column_u64(session, "reserved_seq", "sessions", session_id)?,

@@ -30,29 +30,33 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+    SqliteConnectOptions, SqliteConnection, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
 };
 use sqlx::{ConnectOptions, Executor, Row};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use weft_core::message::{Message, TimestampMs, now_ms};
+use weft_core::History;
+use weft_core::message::{TimestampMs, now_ms};
 use weft_core::session::SessionStatus;
 use weft_core::store::{
-    Checkpoint, Commit, EventRecord, OwnerScope, SessionHead, SessionStore, StoreError,
-    StoreFuture, StoredSession,
+    Checkpoint, Commit, EventRecord, MessageSpan, OwnerScope, SessionHead, SessionStore,
+    StoreError, StoreFuture, StoredSession,
 };
 
 use crate::codec::{
-    self, EncodedCommit, EncodedEvent, EncodedHead, EncodedRun, Position, backend, column,
-    column_u64, limit_i64, to_i64,
+    self, EncodedCommit, EncodedEvent, EncodedHead, EncodedRun, LogWindow, Position, backend,
+    column, column_u64, limit_i64, to_i64,
 };
 use crate::hub::{self, Hub};
 use crate::rows;
 
 /// The schema, in order: the version of a database is the number of migrations applied
 /// (`PRAGMA user_version`).
-const MIGRATIONS: &[(&str, &str)] =
-    &[("0001_sessions", include_str!("../migrations/sqlite/0001_sessions.sql"))];
+const MIGRATIONS: &[(&str, &str)] = &[
+    ("0001_sessions", include_str!("../migrations/sqlite/0001_sessions.sql")),
+    ("0002_events_by_reference", include_str!("../migrations/sqlite/0002_events_by_reference.sql")),
+];
 
 /// Where the default store lives: `$WEFT_HOME/weft.db`, `WEFT_HOME` defaulting to `~/.weft`.
 /// Creates the directory.
@@ -255,6 +259,35 @@ impl SqliteStore {
             .map_err(|e| self.read_error(e))?
             .ok_or_else(|| StoreError::NotFound(session_id.to_owned()))?;
         column_u64(&row, "last_seq", "sessions", session_id)
+    }
+
+    /// The messages the events among `rows` stored by reference name (one query, none when no
+    /// event needs any). Messages are committed before the events that name them, so they are
+    /// there, whatever was written since.
+    async fn log_window(
+        &self,
+        session_id: &str,
+        rows: &[SqliteRow],
+    ) -> Result<LogWindow, StoreError> {
+        let spans: Vec<MessageSpan> = rows
+            .iter()
+            .map(|row| rows::span(row, session_id))
+            .filter_map(Result::transpose)
+            .collect::<Result<_, _>>()?;
+        let Some((first, end)) = codec::needed_messages(spans.into_iter()) else {
+            return Ok(LogWindow::default());
+        };
+        let texts: Vec<String> = sqlx::query_scalar(
+            "SELECT message FROM messages WHERE session_id = ? AND idx >= ? AND idx < ? \
+             ORDER BY idx",
+        )
+        .bind(session_id)
+        .bind(to_i64(first, "message position")?)
+        .bind(to_i64(end, "message position")?)
+        .fetch_all(&self.inner.readers)
+        .await
+        .map_err(|e| self.read_error(e))?;
+        Ok(LogWindow::new(first, texts))
     }
 
     async fn exists(&self, session_id: &str) -> Result<bool, StoreError> {
@@ -524,15 +557,19 @@ async fn insert_messages(
 async fn insert_events(
     conn: &mut SqliteConnection,
     session_id: &str,
-    events: &[EncodedEvent],
+    events: &mut [EncodedEvent],
+    message_count: u64,
 ) -> Result<(), StoreError> {
     // Many rows per statement: each statement is a round trip to sqlx's SQLite worker thread,
-    // which costs far more than SQLite's own work for a small row. 6 parameters a row stays well
+    // which costs far more than SQLite's own work for a small row. 8 parameters a row stays well
     // under SQLite's limit of 32,766 variables per statement.
     const ROWS_PER_STATEMENT: usize = 1024;
+    for e in events.iter_mut() {
+        e.settle(message_count)?;
+    }
     for chunk in events.chunks(ROWS_PER_STATEMENT) {
         let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-            "INSERT INTO events (session_id, seq, run_id, node_id, at, event) ",
+            "INSERT INTO events (session_id, seq, run_id, node_id, at, event, msg_first, msg_count) ",
         );
         insert.push_values(chunk, |mut row, e| {
             row.push_bind(session_id)
@@ -540,7 +577,9 @@ async fn insert_events(
                 .push_bind(&e.run_id)
                 .push_bind(&e.node_id)
                 .push_bind(e.at)
-                .push_bind(&e.json);
+                .push_bind(&e.json)
+                .push_bind(e.span.map(|(first, _)| first))
+                .push_bind(e.span.map(|(_, count)| count));
         });
         insert.build().execute(&mut *conn).await.map_err(sql)?;
     }
@@ -585,7 +624,7 @@ async fn apply(conn: &mut SqliteConnection, op: Op) -> OpResult {
             Ok((Done::Unit, None))
         }
         Op::Commit(commit) => {
-            let EncodedCommit { head, messages, run, events, shape } = *commit;
+            let EncodedCommit { head, messages, run, mut events, shape } = *commit;
             let id = &shape.session_id;
             let at = position(conn, id).await?;
             codec::check_commit(&at, &shape)?;
@@ -630,7 +669,7 @@ async fn apply(conn: &mut SqliteConnection, op: Op) -> OpResult {
                         .map_err(sql)?;
                 }
             }
-            insert_events(conn, id, &events).await?;
+            insert_events(conn, id, &mut events, shape.message_count).await?;
             let wake = (!events.is_empty()).then(|| Wake(id.clone()));
             Ok((Done::Unit, wake))
         }
@@ -652,13 +691,13 @@ async fn apply(conn: &mut SqliteConnection, op: Op) -> OpResult {
                 .map_err(sql)?;
             Ok((Done::Seq(first), None))
         }
-        Op::Append { session_id, first_seq, last_seq, events } => {
+        Op::Append { session_id, first_seq, last_seq, mut events } => {
             let at = position(conn, &session_id).await?;
             codec::check_first_seq(&session_id, at.last_seq, first_seq)?;
             if events.is_empty() {
                 return Ok((Done::Unit, None));
             }
-            insert_events(conn, &session_id, &events).await?;
+            insert_events(conn, &session_id, &mut events, at.message_count).await?;
             let last = to_i64(last_seq, "seq")?;
             sqlx::query(
                 "UPDATE sessions SET last_seq = ?, reserved_seq = max(reserved_seq, ?) WHERE id = ?",
@@ -862,12 +901,12 @@ impl SessionStore for SqliteStore {
         "sqlite"
     }
 
-    fn create<'a>(&'a self, head: SessionHead, messages: Vec<Message>) -> StoreFuture<'a, ()> {
+    fn create<'a>(&'a self, head: SessionHead, messages: History) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             codec::check_create(&head, &messages)?;
             let op = Op::Create {
                 head: codec::encode_head(&head)?,
-                messages: codec::encode_messages(&messages)?,
+                messages: codec::encode_messages(messages.shared())?,
             };
             self.write_unit(op).await
         })
@@ -930,7 +969,7 @@ impl SessionStore for SqliteStore {
     ) -> StoreFuture<'a, Vec<Arc<EventRecord>>> {
         Box::pin(async move {
             let found = sqlx::query(
-                "SELECT seq, run_id, node_id, at, event FROM events \
+                "SELECT seq, run_id, node_id, at, event, msg_first, msg_count FROM events \
                  WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
             )
             .bind(session_id)
@@ -942,8 +981,9 @@ impl SessionStore for SqliteStore {
             if found.is_empty() && !self.exists(session_id).await? {
                 return Err(StoreError::NotFound(session_id.to_owned()));
             }
+            let window = self.log_window(session_id, &found).await?;
             let sid: Arc<str> = Arc::from(session_id);
-            found.iter().map(|row| rows::event(row, &sid).map(Arc::new)).collect()
+            found.iter().map(|row| rows::event(row, &sid, &window).map(Arc::new)).collect()
         })
     }
 

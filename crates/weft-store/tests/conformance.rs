@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use sqlx::{Connection, Executor, Row};
-use weft_core::AgentEvent;
 use weft_core::message::{
     AssistantContent, AssistantMessage, Message, StopReason, TextContent, ThinkingContent,
     ToolCall, ToolResultMessage, UserMessage,
@@ -25,11 +24,12 @@ use weft_core::message::{
 use weft_core::session::{CallSlot, CallState, OpenTurn, SessionStatus};
 use weft_core::step::{AgentStep, StepAnnotations, ToolExecutionResult};
 use weft_core::store::{
-    Checkpoint, Commit, EventRecord, OwnerScope, RunChange, RunState, SessionHead, SessionStore,
-    StoreError,
+    Checkpoint, Commit, EventRecord, MessageSpan, OwnerScope, RunChange, RunState, SessionHead,
+    SessionStore, StoreError,
 };
 use weft_core::tool::ToolSpec;
 use weft_core::usage::{Cost, Usage};
+use weft_core::{AgentEvent, History};
 use weft_store::{MemoryStore, PostgresOptions, PostgresStore, SqliteStore};
 
 // ---------------------------------------------------------------------------------------------
@@ -54,6 +54,37 @@ impl Fixture {
             Reopen::Memory(store) => Arc::new(store.clone()),
             Reopen::Sqlite(path) => Arc::new(SqliteStore::open(path).await.unwrap()),
             Reopen::Postgres { url, .. } => Arc::new(pg_store(url).await),
+        }
+    }
+
+    /// The `event` column of a stored event as the database holds it (`None` for memory).
+    async fn raw_event(&self, session_id: &str, seq: u64) -> Option<String> {
+        let query = "SELECT event FROM events WHERE session_id = $1 AND seq = $2";
+        match &self.reopen {
+            Reopen::Memory(_) => None,
+            Reopen::Sqlite(path) => {
+                let mut conn =
+                    sqlx::SqliteConnection::connect(&format!("sqlite:{}", path.display()))
+                        .await
+                        .unwrap();
+                let row = sqlx::query(query)
+                    .bind(session_id)
+                    .bind(seq as i64)
+                    .fetch_one(&mut conn)
+                    .await
+                    .unwrap();
+                Some(row.get("event"))
+            }
+            Reopen::Postgres { url, .. } => {
+                let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+                let row = sqlx::query(query)
+                    .bind(session_id)
+                    .bind(seq as i64)
+                    .fetch_one(&mut conn)
+                    .await
+                    .unwrap();
+                Some(row.get("event"))
+            }
         }
     }
 
@@ -242,7 +273,7 @@ fn commit(h: &SessionHead, messages: Vec<Message>) -> (SessionHead, Commit) {
     let c = Commit {
         expected_version: h.version,
         head: new.clone(),
-        messages,
+        messages: messages.into_iter().map(Arc::new).collect(),
         run: RunChange::Keep,
         events: Vec::new(),
     };
@@ -304,6 +335,7 @@ fn record(session_id: &str, seq: u64, event: AgentEvent) -> Arc<EventRecord> {
         node_id: seq.is_multiple_of(2).then(|| "think-1".into()),
         at: 1_700_000_000_000 + seq,
         event,
+        messages: None,
     })
 }
 
@@ -336,7 +368,7 @@ async fn create(
 ) -> SessionHead {
     let mut h = head(id, owner);
     h.message_count = messages.len() as u64;
-    store.create(h.clone(), messages).await.unwrap();
+    store.create(h.clone(), messages.into()).await.unwrap();
     h
 }
 
@@ -393,7 +425,7 @@ async fn round_trip(f: &Fixture) {
     c.head = new.clone();
     c.run = RunChange::Set(Box::new(run.clone()));
     let mut all = messages.clone();
-    all.extend(c.messages.clone());
+    all.extend(c.messages.iter().map(|m| Message::clone(m)));
     s.commit(c).await.unwrap();
 
     let other = f.other().await;
@@ -425,7 +457,7 @@ async fn already_exists(f: &Fixture) {
     let h = create(s, &id, None, vec![user("first")]).await;
     let mut again = head(&id, Some("mallory"));
     again.message_count = 0;
-    assert_eq!(s.create(again, vec![]).await, Err(StoreError::AlreadyExists(id.clone())));
+    assert_eq!(s.create(again, History::new()).await, Err(StoreError::AlreadyExists(id.clone())));
     let loaded = s.load(&id).await.unwrap().unwrap();
     assert_eq!(loaded.head, h);
     assert_eq!(loaded.messages.len(), 1);
@@ -433,9 +465,9 @@ async fn already_exists(f: &Fixture) {
     let bad_id = unique("bad");
     let mut versioned = head(&bad_id, None);
     versioned.version = 1;
-    assert!(is_invalid(&s.create(versioned, vec![]).await));
+    assert!(is_invalid(&s.create(versioned, History::new()).await));
     let miscounted = head(&bad_id, None);
-    assert!(is_invalid(&s.create(miscounted, vec![user("x")]).await));
+    assert!(is_invalid(&s.create(miscounted, vec![user("x")].into()).await));
     assert_eq!(s.load(&bad_id).await.unwrap(), None);
 }
 
@@ -787,7 +819,7 @@ async fn owner_isolation(f: &Fixture) {
         let id = format!("{tag}-{k}");
         let mut h = head(&id, owner.map(String::as_str));
         h.updated_at = 1_800_000_000_000 + k as u64;
-        s.create(h, vec![]).await.unwrap();
+        s.create(h, History::new()).await.unwrap();
         ids.push(id);
     }
     let listed = |heads: Vec<SessionHead>| heads.into_iter().map(|h| h.id).collect::<Vec<_>>();
@@ -1135,6 +1167,99 @@ macro_rules! conformance {
     };
 }
 
+/// Events that repeat messages of the log (`message_end`, `error`, `step_end`, `session_end`,
+/// with a [`MessageSpan`]) read back whole, whether the messages were in the log before the
+/// append, arrive in the same commit, or are not in the log at all (then the event is kept
+/// whole); the SQL stores keep each message once: the stored event does not repeat it.
+async fn events_repeating_messages(f: &Fixture) {
+    let s = &*f.store;
+    let id = unique("refs");
+    let question = user("what is the weather in Paris, in great detail please");
+    let h = create(s, &id, None, vec![question.clone()]).await;
+    let calls = [call("c1", "weather")];
+    let answer = Message::Assistant(assistant("let me look that up for you right now", &calls));
+    let result =
+        Message::ToolResult(ToolResultMessage::ok(&calls[0], "sunny and 21 degrees in Paris"));
+    let (question, answer, result) = (Arc::new(question), Arc::new(answer), Arc::new(result));
+    let spanned = |seq: u64, event: AgentEvent, first: u64, count: u64| {
+        let mut r = Arc::unwrap_or_clone(record(&id, seq, event));
+        r.messages = Some(MessageSpan { first, count });
+        Arc::new(r)
+    };
+    let step = AgentStep {
+        step_id: "step-1".into(),
+        step_index: 0,
+        timestamp: 1_700_000_000_200,
+        llm_response: match &*answer {
+            Message::Assistant(a) => a.clone(),
+            _ => unreachable!(),
+        },
+        latency_ms: 40,
+        tool_results: Vec::new(),
+        annotations: StepAnnotations::default(),
+    };
+    // 1: the question, in the log since the session was created.
+    let first = vec![spanned(1, AgentEvent::MessageEnd { message: Arc::clone(&question) }, 0, 1)];
+    s.append_events(&id, first.clone()).await.unwrap();
+    // 2–3: the answer's events arrive in the commit that appends it (and the result).
+    let (h2, mut c) = commit(&h, vec![]);
+    c.messages = vec![Arc::clone(&answer), Arc::clone(&result)];
+    c.head.message_count = 3;
+    c.events = vec![
+        spanned(2, AgentEvent::MessageEnd { message: Arc::clone(&answer) }, 1, 1),
+        spanned(3, AgentEvent::StepEnd { step: Arc::new(step) }, 1, 1),
+    ];
+    let in_commit = c.events.clone();
+    s.commit(c).await.unwrap();
+    let _ = h2;
+    // 4–6: after the commit; 5 names a message the log does not have (kept whole).
+    let stray = Arc::new(user("a message the log never got"));
+    let later = vec![
+        spanned(
+            4,
+            AgentEvent::Error { error: "it broke".into(), message: Some(Arc::clone(&answer)) },
+            1,
+            1,
+        ),
+        spanned(5, AgentEvent::MessageEnd { message: Arc::clone(&stray) }, 3, 1),
+        spanned(
+            6,
+            AgentEvent::SessionEnd {
+                session_id: id.clone(),
+                status: SessionStatus::Completed,
+                messages: vec![Arc::clone(&question), Arc::clone(&answer), Arc::clone(&result)],
+                usage: Usage::default(),
+                cost: Cost::default(),
+            },
+            0,
+            3,
+        ),
+    ];
+    s.append_events(&id, later.clone()).await.unwrap();
+    let appended: Vec<_> = first.iter().chain(&in_commit).chain(&later).cloned().collect();
+
+    for store in [s, &*f.other().await] {
+        for after in 0..6 {
+            let read = store.read_events(&id, after, 2).await.unwrap();
+            let expected = &appended[after as usize..(after as usize + 2).min(6)];
+            let events = |r: &[Arc<EventRecord>]| {
+                r.iter().map(|e| (e.seq, e.event.clone())).collect::<Vec<_>>()
+            };
+            assert_eq!(events(&read), events(expected), "after {after}");
+        }
+    }
+    for seq in [1, 2, 3, 4, 6] {
+        if let Some(raw) = f.raw_event(&id, seq).await {
+            for text in ["great detail", "look that up", "21 degrees"] {
+                assert!(!raw.contains(text), "event {seq} repeats a message: {raw}");
+            }
+        }
+    }
+    if let Some(raw) = f.raw_event(&id, 5).await {
+        assert!(raw.contains("the log never got"), "a message the log lacks is kept: {raw}");
+    }
+}
+
 conformance!(
     round_trip,
     already_exists,
@@ -1151,6 +1276,7 @@ conformance!(
     due_sessions,
     delete_removes_everything,
     failures_fail_only_their_caller,
+    events_repeating_messages,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -1283,6 +1409,49 @@ async fn sqlite_refuses_newer_schema() {
     assert!(matches!(&error, StoreError::Backend(t) if t.contains("newer")), "{error:?}");
 }
 
+/// A file written by a build that knew only the first migration is upgraded in place: its
+/// events, stored whole, read back unchanged, and new events are stored by reference.
+#[tokio::test]
+async fn sqlite_upgrades_a_version_1_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weft.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    create(&store, "old", None, vec![user("an old question")]).await;
+    drop(store);
+    let mut raw =
+        sqlx::SqliteConnection::connect(&format!("sqlite:{}", path.display())).await.unwrap();
+    // Back to version 1's schema, with an event as version 1 stored it.
+    raw.execute(
+        "ALTER TABLE events DROP COLUMN msg_first; ALTER TABLE events DROP COLUMN msg_count; \
+         PRAGMA user_version = 1",
+    )
+    .await
+    .unwrap();
+    let old =
+        record("old", 1, AgentEvent::MessageEnd { message: Arc::new(user("an old question")) });
+    sqlx::query("INSERT INTO events (session_id, seq, run_id, node_id, at, event) VALUES (?, 1, ?, NULL, ?, ?)")
+        .bind("old")
+        .bind(&*old.run_id)
+        .bind(old.at as i64)
+        .bind(serde_json::to_string(&old.event).unwrap())
+        .execute(&mut raw)
+        .await
+        .unwrap();
+    drop(raw);
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    let read = store.read_events("old", 0, 10).await.unwrap();
+    assert_eq!(read.len(), 1);
+    assert_eq!(read[0].event, old.event);
+    let logged = Arc::clone(&store.load("old").await.unwrap().unwrap().messages.shared()[0]);
+    let mut new =
+        Arc::unwrap_or_clone(record("old", 2, AgentEvent::MessageEnd { message: logged }));
+    new.messages = Some(MessageSpan::one(0));
+    store.append_events("old", vec![Arc::new(new.clone())]).await.unwrap();
+    let read = store.read_events("old", 1, 10).await.unwrap();
+    assert_eq!(*read[0], new);
+}
+
 /// Several stores opening one new file at once all succeed (migrations applied once).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_concurrent_open() {
@@ -1353,7 +1522,7 @@ async fn postgres_concurrent_migrations() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(applied, 1);
+    assert_eq!(applied, 2, "each of the two migrations applied once");
     drop(stores);
     admin.execute(format!("DROP SCHEMA \"{schema}\" CASCADE").as_str()).await.unwrap();
 }

@@ -63,9 +63,9 @@ pub fn plan_kinds(events: &[AgentEvent]) -> Vec<&'static str> {
 }
 
 /// The tool results among `messages`, as (text, is_error), in order.
-pub fn tool_results(messages: &[Message]) -> Vec<(String, bool)> {
+pub fn tool_results<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<(String, bool)> {
     messages
-        .iter()
+        .into_iter()
         .filter_map(|m| match m {
             Message::ToolResult(r) => Some((r.text_content(), r.is_error)),
             _ => None,

@@ -145,7 +145,7 @@ impl Provider for Gemini {
                 "no Gemini API key: set GEMINI_API_KEY or configure one",
             );
         };
-        request.messages = crate::replay::prepare(&request.messages, NAME, &model);
+        request.messages = crate::replay::prepare(request.messages.shared(), NAME, &model).into();
         let mut headers = Vec::with_capacity(1 + self.settings.extra_headers.len());
         if !key.is_empty() {
             headers.push(("x-goog-api-key".to_string(), key));
@@ -190,11 +190,11 @@ fn declaration(tool: &ToolSpec) -> Value {
 
 /// The `contents` of a history. Each run of consecutive tool results becomes one `user` content:
 /// all its `functionResponse` parts in order, then the results' images.
-fn contents(messages: &[Message]) -> Vec<Value> {
+fn contents(messages: &[std::sync::Arc<Message>]) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     let mut i = 0;
     while i < messages.len() {
-        match &messages[i] {
+        match &*messages[i] {
             Message::User(user) => {
                 let parts = user_parts(&user.content);
                 if !parts.is_empty() {
@@ -209,7 +209,7 @@ fn contents(messages: &[Message]) -> Vec<Value> {
             }
             Message::ToolResult(_) => {
                 let (mut parts, mut images) = (Vec::new(), Vec::new());
-                while let Some(Message::ToolResult(result)) = messages.get(i) {
+                while let Some(Message::ToolResult(result)) = messages.get(i).map(|m| &**m) {
                     parts.push(function_response(result));
                     images.extend(result.content.iter().filter_map(|block| match block {
                         UserContent::Image(image) => Some(image_part(image)),

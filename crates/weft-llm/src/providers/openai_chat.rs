@@ -110,7 +110,7 @@ impl OpenAiChat {
 
     /// The JSON body this adapter sends for `request`.
     pub fn request_body(&self, request: &ModelRequest) -> Value {
-        let messages = crate::replay::prepare(&request.messages, NAME, &request.model);
+        let messages = crate::replay::prepare(request.messages.shared(), NAME, &request.model);
         build_body(request, &messages, &self.compat)
     }
 

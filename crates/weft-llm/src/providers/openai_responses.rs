@@ -55,7 +55,7 @@ impl OpenAiResponses {
 
     /// The JSON body this adapter sends for `request`.
     pub fn request_body(&self, request: &ModelRequest) -> Value {
-        let messages = crate::replay::prepare(&request.messages, NAME, &request.model);
+        let messages = crate::replay::prepare(request.messages.shared(), NAME, &request.model);
         let summary = match &self.reasoning_summary {
             Some(choice) => choice.clone(),
             None => is_reasoning_model(&request.model).then(|| "auto".to_string()),

@@ -61,6 +61,8 @@
 //! frame after an `agent.run.completed` starts a new run, with nothing pending), and the status
 //! from `agent.run.completed`.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use weft_core::{
@@ -141,7 +143,7 @@ pub struct AceaiEncoder {
     /// The open step's calls whose execution end was sent (their result is reported).
     reported: Vec<String>,
     /// The run's last ended step, while no later step has started.
-    last_step: Option<Box<AgentStep>>,
+    last_step: Option<Arc<AgentStep>>,
     /// The run's last failure.
     error: Option<String>,
 }

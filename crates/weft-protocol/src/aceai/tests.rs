@@ -358,9 +358,9 @@ fn extras_become_custom_and_checkpoints_nodes_and_messages_are_not_sent() {
     // User and tool-result messages are not sent either.
     let mut frames = Vec::new();
     let user = Message::User(weft_core::UserMessage::text("hi"));
-    AceaiEncoder::new().encode(&AgentEvent::MessageEnd { message: Box::new(user) }, &mut frames);
+    AceaiEncoder::new().encode(&AgentEvent::MessageEnd { message: Arc::new(user) }, &mut frames);
     let r = Message::ToolResult(fixtures::result(&call("c", "t", json!({})), "o", false));
-    AceaiEncoder::new().encode(&AgentEvent::MessageEnd { message: Box::new(r) }, &mut frames);
+    AceaiEncoder::new().encode(&AgentEvent::MessageEnd { message: Arc::new(r) }, &mut frames);
     assert!(frames.is_empty());
 }
 
@@ -487,7 +487,7 @@ fn step_annotations_use_snake_case() {
         category: "pii".into(),
     });
     let mut frames = Vec::new();
-    AceaiEncoder::new().encode(&AgentEvent::StepEnd { step: Box::new(s) }, &mut frames);
+    AceaiEncoder::new().encode(&AgentEvent::StepEnd { step: Arc::new(s) }, &mut frames);
     let v: Value = serde_json::from_str(&frames[0].data).unwrap();
     assert_eq!(
         v["step"]["annotations"],

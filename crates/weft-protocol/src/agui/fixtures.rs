@@ -1,4 +1,5 @@
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 use crate::Frame;
 use weft_core::{
@@ -56,7 +57,7 @@ impl Script {
         let mut m = UserMessage::text(text);
         m.timestamp = 1;
         self.events.push(AgentEvent::MessageStart { role: Role::User });
-        self.events.push(AgentEvent::MessageEnd { message: Box::new(m.clone().into()) });
+        self.events.push(AgentEvent::MessageEnd { message: Arc::new(m.clone().into()) });
         self.messages.push(m.into());
         self
     }
@@ -128,12 +129,12 @@ impl Script {
             });
         }
         let message = Message::Assistant(m.clone());
-        self.events.push(AgentEvent::MessageEnd { message: Box::new(message.clone()) });
+        self.events.push(AgentEvent::MessageEnd { message: Arc::new(message.clone()) });
         self.messages.push(message.clone());
         let failure = m.error_message.clone();
         if let Some(error) = &failure {
             self.events
-                .push(AgentEvent::Error { error: error.clone(), message: Some(Box::new(message)) });
+                .push(AgentEvent::Error { error: error.clone(), message: Some(Arc::new(message)) });
         }
         self.events.push(AgentEvent::NodeExit { name: "think".into(), node_id, error: failure });
         self.open_step = Some(AgentStep {
@@ -192,7 +193,7 @@ impl Script {
             let mut r = ToolResultMessage::new(*id, *name, *output, *is_error);
             r.timestamp = 1;
             self.events.push(AgentEvent::MessageStart { role: Role::ToolResult });
-            self.events.push(AgentEvent::MessageEnd { message: Box::new(r.clone().into()) });
+            self.events.push(AgentEvent::MessageEnd { message: Arc::new(r.clone().into()) });
             self.messages.push(r.into());
         }
         self.events.push(AgentEvent::NodeExit { name: "observe".into(), node_id, error: None });
@@ -210,7 +211,7 @@ impl Script {
             tool_results: Vec::new(),
             annotations: StepAnnotations::default(),
         });
-        self.events.push(AgentEvent::StepEnd { step: Box::new(step) });
+        self.events.push(AgentEvent::StepEnd { step: Arc::new(step) });
         self
     }
 
@@ -263,7 +264,7 @@ impl Script {
         self.events.push(AgentEvent::SessionEnd {
             session_id: self.session.clone(),
             status,
-            messages: self.messages,
+            messages: self.messages.into_iter().map(Arc::new).collect(),
             usage,
             cost: Default::default(),
         });

@@ -100,6 +100,7 @@
 //!   strict outcome schema of `@ag-ui/core` 0.0.x rejects them.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -547,7 +548,7 @@ impl RunState {
     }
 
     /// The run's last event, by its status.
-    fn end(mut self, status: SessionStatus, messages: &[Message], out: &mut Vec<Frame>) {
+    fn end(mut self, status: SessionStatus, messages: &[Arc<Message>], out: &mut Vec<Frame>) {
         self.close_all(out);
         let usage = token_usage(messages);
         let outcome = match status {
@@ -627,10 +628,10 @@ fn interrupt(call: &ToolCall) -> Interrupt<'_> {
 }
 
 /// The run's usage, one entry per provider and model, in AG-UI's accounting.
-fn token_usage(messages: &[Message]) -> Vec<TokenUsage<'_>> {
+fn token_usage(messages: &[Arc<Message>]) -> Vec<TokenUsage<'_>> {
     let mut entries: Vec<TokenUsage<'_>> = Vec::new();
     for message in messages {
-        let Message::Assistant(m) = message else { continue };
+        let Message::Assistant(m) = &**message else { continue };
         let u = m.usage;
         let entry =
             match entries.iter_mut().find(|e| e.provider == m.provider && e.model == m.model) {
@@ -666,8 +667,8 @@ fn token_usage(messages: &[Message]) -> Vec<TokenUsage<'_>> {
     entries
 }
 
-fn last_error_message(messages: &[Message]) -> Option<String> {
-    messages.iter().rev().find_map(|m| match m {
+fn last_error_message(messages: &[Arc<Message>]) -> Option<String> {
+    messages.iter().rev().find_map(|m| match &**m {
         Message::Assistant(a) if a.stop_reason.is_failure() => a.error_message.clone(),
         _ => None,
     })

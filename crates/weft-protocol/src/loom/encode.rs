@@ -2,6 +2,7 @@
 //! mapping and the extensions).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 use weft_core::{AgentEvent, Message, Role, ToolCall};
@@ -245,12 +246,12 @@ impl LoomEncoder {
         }
     }
 
-    fn session_end(&mut self, status: &str, messages: &[Message], out: &mut Vec<Frame>) {
+    fn session_end(&mut self, status: &str, messages: &[Arc<Message>], out: &mut Vec<Frame>) {
         // The run's final answer: its last assistant message that has text.
         let mut reply: Option<(usize, String)> = None;
         let mut k = 0;
         for message in messages {
-            if let Message::Assistant(m) = message {
+            if let Message::Assistant(m) = &**message {
                 let text = m.text();
                 if !text.is_empty() {
                     reply = Some((k, text));

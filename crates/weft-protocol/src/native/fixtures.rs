@@ -1,5 +1,6 @@
 #![allow(clippy::unwrap_used)]
 use serde_json::json;
+use std::sync::Arc;
 use weft_core::{
     AgentEvent, AgentStep, AssistantContent, AssistantMessage, Cost, Message, Role, SessionStatus,
     StepAnnotations, StopReason, TextContent, ThinkingContent, ToolCall, ToolExecutionResult,
@@ -82,7 +83,7 @@ pub(crate) fn start(out: &mut Vec<AgentEvent>, user: Option<&str>) {
         let mut m = UserMessage::text(user);
         m.timestamp = T0;
         out.push(AgentEvent::MessageStart { role: Role::User });
-        out.push(AgentEvent::MessageEnd { message: Box::new(Message::User(m)) });
+        out.push(AgentEvent::MessageEnd { message: Arc::new(Message::User(m)) });
     }
 }
 
@@ -131,7 +132,7 @@ pub(crate) fn model_call(
             }
         }
     }
-    out.push(AgentEvent::MessageEnd { message: Box::new(Message::Assistant(message.clone())) });
+    out.push(AgentEvent::MessageEnd { message: Arc::new(Message::Assistant(message.clone())) });
     let failure = message
         .stop_reason
         .is_failure()
@@ -139,7 +140,7 @@ pub(crate) fn model_call(
     if let Some(error) = &failure {
         out.push(AgentEvent::Error {
             error: error.clone(),
-            message: Some(Box::new(Message::Assistant(message.clone()))),
+            message: Some(Arc::new(Message::Assistant(message.clone()))),
         });
     }
     out.push(AgentEvent::NodeExit {
@@ -181,18 +182,18 @@ pub(crate) fn end_step(out: &mut Vec<AgentEvent>, step: AgentStep, results: &[To
         out.push(AgentEvent::NodeEnter { name: "observe".into(), node_id: node_id.clone() });
         for r in results {
             out.push(AgentEvent::MessageStart { role: Role::ToolResult });
-            out.push(AgentEvent::MessageEnd { message: Box::new(Message::ToolResult(r.clone())) });
+            out.push(AgentEvent::MessageEnd { message: Arc::new(Message::ToolResult(r.clone())) });
         }
         out.push(AgentEvent::NodeExit { name: "observe".into(), node_id, error: None });
     }
-    out.push(AgentEvent::StepEnd { step: Box::new(step) });
+    out.push(AgentEvent::StepEnd { step: Arc::new(step) });
 }
 
 pub(crate) fn end(out: &mut Vec<AgentEvent>, status: SessionStatus, messages: Vec<Message>) {
     out.push(AgentEvent::SessionEnd {
         session_id: "s1".into(),
         status,
-        messages,
+        messages: messages.into_iter().map(Arc::new).collect(),
         usage: Usage::default(),
         cost: Cost::default(),
     });
@@ -410,9 +411,9 @@ pub(crate) fn one_of_each() -> Vec<AgentEvent> {
         AgentEvent::NodeEnter { name: "think".into(), node_id: "n".into() },
         AgentEvent::NodeExit { name: "think".into(), node_id: "n".into(), error: None },
         AgentEvent::StepStart { step_id: "st".into(), step_index: 0 },
-        AgentEvent::StepEnd { step: Box::new(step("st", 0, &m, vec![])) },
+        AgentEvent::StepEnd { step: Arc::new(step("st", 0, &m, vec![])) },
         AgentEvent::MessageStart { role: Role::Assistant },
-        AgentEvent::MessageEnd { message: Box::new(Message::Assistant(m.clone())) },
+        AgentEvent::MessageEnd { message: Arc::new(Message::Assistant(m.clone())) },
         AgentEvent::TextStart { index: 0 },
         AgentEvent::TextDelta { index: 0, delta: "a".into() },
         AgentEvent::TextEnd { index: 0, text: "a".into() },

@@ -74,6 +74,7 @@
 //! - Empty deltas are not sent.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -470,7 +471,7 @@ impl RunState {
     }
 
     /// The run's last parts, by its status.
-    fn end(mut self, status: SessionStatus, messages: &[Message], out: &mut Vec<Frame>) {
+    fn end(mut self, status: SessionStatus, messages: &[Arc<Message>], out: &mut Vec<Frame>) {
         self.close_step(out);
         match status {
             SessionStatus::Aborted => push(out, &Part::Abort),
@@ -507,10 +508,10 @@ fn end_part<'a>(kind: Kind, id: &'a str, signature: Option<&str>) -> Part<'a> {
 }
 
 /// AI SDK's `FinishReason` for a run that ended with `status`.
-fn finish_reason(status: SessionStatus, messages: &[Message]) -> &'static str {
+fn finish_reason(status: SessionStatus, messages: &[Arc<Message>]) -> &'static str {
     match status {
         SessionStatus::Completed => {
-            let last = messages.iter().rev().find_map(|m| match m {
+            let last = messages.iter().rev().find_map(|m| match &**m {
                 Message::Assistant(a) => Some(a.stop_reason),
                 _ => None,
             });
@@ -529,8 +530,8 @@ fn finish_reason(status: SessionStatus, messages: &[Message]) -> &'static str {
     }
 }
 
-fn last_error_message(messages: &[Message]) -> Option<String> {
-    messages.iter().rev().find_map(|m| match m {
+fn last_error_message(messages: &[Arc<Message>]) -> Option<String> {
+    messages.iter().rev().find_map(|m| match &**m {
         Message::Assistant(a) if a.stop_reason.is_failure() => a.error_message.clone(),
         _ => None,
     })

@@ -65,7 +65,8 @@ impl Anthropic {
             }
         });
         let options = request::BodyOptions { max_tokens, thinking_budget: self.thinking_budget };
-        let messages = replay::prepare(&request.messages, request::PROVIDER, &request.model);
+        let messages =
+            replay::prepare(request.messages.shared(), request::PROVIDER, &request.model);
         request::body(request, &messages, &options)
     }
 

@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use std::sync::Arc;
 
 // ---------------------------------------------------------------------------------------------
 // The encoder.
@@ -330,7 +331,7 @@ fn content_outside_node_runs() {
     s.start("r1", Some("x"));
     s.text_block(0, &["out", "side"], "outside");
     let r = result("z", "remote", "late", false);
-    s.push(AgentEvent::MessageEnd { message: Box::new(Message::ToolResult(r)) });
+    s.push(AgentEvent::MessageEnd { message: Arc::new(Message::ToolResult(r)) });
     s.end(SessionStatus::Completed);
     let events = s.events;
     let [plain, _] = both_forms(&events);

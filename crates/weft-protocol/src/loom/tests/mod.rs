@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used)]
 
 use serde_json::{Value, json};
+use std::sync::Arc;
 use weft_core::{
     AgentEvent, AgentStep, AssistantContent, AssistantMessage, Message, Role, SessionStatus,
     StepAnnotations, StopReason, TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage,
@@ -66,7 +67,7 @@ impl Stream {
             let m = Message::User(m);
             self.messages.push(m.clone());
             self.push(AgentEvent::MessageStart { role: Role::User });
-            self.push(AgentEvent::MessageEnd { message: Box::new(m) });
+            self.push(AgentEvent::MessageEnd { message: Arc::new(m) });
         }
         self
     }
@@ -140,12 +141,12 @@ impl Stream {
         };
         self.messages.push(Message::Assistant(message.clone()));
         self.push(AgentEvent::MessageEnd {
-            message: Box::new(Message::Assistant(message.clone())),
+            message: Arc::new(Message::Assistant(message.clone())),
         });
         if let Some(e) = error {
             self.push(AgentEvent::Error {
                 error: e.into(),
-                message: Some(Box::new(Message::Assistant(message.clone()))),
+                message: Some(Arc::new(Message::Assistant(message.clone()))),
             });
         }
         self.push(AgentEvent::NodeExit {
@@ -202,7 +203,7 @@ impl Stream {
             let m = Message::ToolResult(r);
             self.messages.push(m.clone());
             self.push(AgentEvent::MessageStart { role: Role::ToolResult });
-            self.push(AgentEvent::MessageEnd { message: Box::new(m) });
+            self.push(AgentEvent::MessageEnd { message: Arc::new(m) });
         }
         self.push(AgentEvent::NodeExit { name: "observe".into(), node_id, error: None });
         self.step_end(step, message);
@@ -210,7 +211,7 @@ impl Stream {
 
     fn step_end(&mut self, step: u32, message: AssistantMessage) {
         self.push(AgentEvent::StepEnd {
-            step: Box::new(AgentStep {
+            step: Arc::new(AgentStep {
                 step_id: format!("step-{step}"),
                 step_index: step,
                 timestamp: 2,
@@ -243,7 +244,7 @@ impl Stream {
         self.push(AgentEvent::SessionEnd {
             session_id: self.session.clone(),
             status,
-            messages,
+            messages: messages.into_iter().map(Arc::new).collect(),
             usage,
             cost: Default::default(),
         });
