@@ -34,7 +34,8 @@ async fn abort_ends_every_attached_stream() {
     let response = execute_stream(&server, json!({"input": user("Go"), "context": {}})).await;
     let id = session_header(&response);
     wait_status(&server, &id, "running").await;
-    let watcher = server.get(&format!("/api/agent/session/{id}/stream"), None).send().await.unwrap();
+    let watcher =
+        server.get(&format!("/api/agent/session/{id}/stream"), None).send().await.unwrap();
     // Nothing to abort elsewhere; an unknown session is 404.
     let missing = server.post("/api/agent/session/nope/abort", None).send().await.unwrap();
     assert_eq!(missing.status(), 404);
@@ -63,7 +64,8 @@ async fn abort_during_a_local_tool() {
     let response = execute_stream(&server, json!({"input": user("Go"), "context": {}})).await;
     let id = session_header(&response);
     // Watch the live run until the tool is running.
-    let watcher = server.get(&format!("/api/agent/session/{id}/stream"), None).send().await.unwrap();
+    let watcher =
+        server.get(&format!("/api/agent/session/{id}/stream"), None).send().await.unwrap();
     let mut body = watcher.bytes_stream();
     let mut seen = String::new();
     while !seen.contains("tool_execution_start") {
@@ -161,9 +163,13 @@ async fn a_client_that_goes_away_leaves_its_run_unless_it_asked_to_cancel() {
 
 #[tokio::test]
 async fn graceful_shutdown_ends_streams_and_lets_runs_rest() {
-    let mut server = start_with(stall_script(), |b| b, |s| {
-        s.shutdown_grace = Duration::from_millis(200);
-    })
+    let mut server = start_with(
+        stall_script(),
+        |b| b,
+        |s| {
+            s.shutdown_grace = Duration::from_millis(200);
+        },
+    )
     .await;
     let response = execute_stream(&server, json!({"input": user("Go"), "context": {}})).await;
     let id = session_header(&response);
@@ -172,12 +178,10 @@ async fn graceful_shutdown_ends_streams_and_lets_runs_rest() {
     server.stop().await.unwrap();
     // The stream ended (the server closed it) and the run was aborted and saved.
     assert!(reading.await.unwrap().is_ok());
-    let store = weft_store::connect(&format!(
-        "sqlite:{}",
-        server.dir.path().join("weft.db").display()
-    ))
-    .await
-    .unwrap();
+    let store =
+        weft_store::connect(&format!("sqlite:{}", server.dir.path().join("weft.db").display()))
+            .await
+            .unwrap();
     let head = store.head(&id).await.unwrap().unwrap();
     assert_eq!(head.status, weft_core::SessionStatus::Aborted);
 }

@@ -12,7 +12,12 @@ use weft_protocol::Frame;
 const FORMATS: [&str; 3] = ["native", "loom", "ag-ui"];
 
 /// Cuts a live stream every few events and reconnects with the last id seen, to the end.
-async fn cut_and_resume(server: &TestServer, id: &str, query: &str, first: reqwest::Response) -> Vec<Frame> {
+async fn cut_and_resume(
+    server: &TestServer,
+    id: &str,
+    query: &str,
+    first: reqwest::Response,
+) -> Vec<Frame> {
     let mut frames = read_some(first, 3).await;
     // The cut happened while the run was under way.
     assert_eq!(server.session(id).await["status"], "running");

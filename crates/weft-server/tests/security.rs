@@ -10,10 +10,14 @@ const ALICE: &str = "alice-key-0001";
 const BOB: &str = "bob-key-000002";
 
 async fn keyed(settings: impl FnOnce(&mut weft_server::Settings)) -> TestServer {
-    start_with(weather_script(), |b| b, |s| {
-        s.api_keys = weft_server::parse_api_keys(&format!("{ALICE}=alice,{BOB}=bob")).unwrap();
-        settings(s);
-    })
+    start_with(
+        weather_script(),
+        |b| b,
+        |s| {
+            s.api_keys = weft_server::parse_api_keys(&format!("{ALICE}=alice,{BOB}=bob")).unwrap();
+            settings(s);
+        },
+    )
     .await
 }
 
@@ -26,10 +30,13 @@ async fn error_of(response: reqwest::Response) -> (u16, Value) {
 async fn keys_are_required_and_owners_see_only_their_sessions() {
     let server = keyed(|_| {}).await;
     let body = json!({"input": user("Weather?"), "context": {"tools": [remote_weather_tool()]}});
-    let (status, error) =
-        error_of(server.client.post(server.url("/api/agent/execute")).json(&body).send().await.unwrap()).await;
+    let (status, error) = error_of(
+        server.client.post(server.url("/api/agent/execute")).json(&body).send().await.unwrap(),
+    )
+    .await;
     assert_eq!((status, error["error"]["code"].as_str()), (401, Some("unauthorized")));
-    let response = server.post("/api/agent/execute", Some("wrong-key-000")).json(&body).send().await.unwrap();
+    let response =
+        server.post("/api/agent/execute", Some("wrong-key-000")).json(&body).send().await.unwrap();
     assert_eq!(response.status(), 401);
     assert_eq!(response.headers()["www-authenticate"], "Bearer");
 
@@ -56,9 +63,11 @@ async fn keys_are_required_and_owners_see_only_their_sessions() {
         assert_eq!(status, 404, "{error}");
         assert_eq!(error["error"]["code"], "session_not_found");
     }
-    let list: Value = server.get("/api/agent/sessions", Some(BOB)).send().await.unwrap().json().await.unwrap();
+    let list: Value =
+        server.get("/api/agent/sessions", Some(BOB)).send().await.unwrap().json().await.unwrap();
     assert_eq!(list["sessions"], json!([]));
-    let list: Value = server.get("/api/agent/sessions", Some(ALICE)).send().await.unwrap().json().await.unwrap();
+    let list: Value =
+        server.get("/api/agent/sessions", Some(ALICE)).send().await.unwrap().json().await.unwrap();
     assert_eq!(list["sessions"][0]["id"], id.as_str());
     assert_eq!(list["sessions"][0]["owner"], "alice");
 
@@ -72,7 +81,8 @@ async fn keys_are_required_and_owners_see_only_their_sessions() {
         .unwrap();
     assert_eq!(response.status(), 200);
     let _ = response.text().await.unwrap();
-    let deleted = server.delete(&format!("/api/agent/session/{id}"), Some(ALICE)).send().await.unwrap();
+    let deleted =
+        server.delete(&format!("/api/agent/session/{id}"), Some(ALICE)).send().await.unwrap();
     assert_eq!(deleted.status(), 204);
     let gone = server.get(&format!("/api/agent/session/{id}"), Some(ALICE)).send().await.unwrap();
     assert_eq!(gone.status(), 404);
@@ -107,18 +117,25 @@ async fn rate_limits_are_per_key_with_retry_after() {
 async fn client_mistakes_are_4xx_with_json_bodies() {
     let server = start_with(weather_script(), |b| b, |s| s.body_bytes = 2048).await;
     let execute = |body: String| {
-        server.post("/api/agent/execute", None).header("content-type", "application/json").body(body)
+        server
+            .post("/api/agent/execute", None)
+            .header("content-type", "application/json")
+            .body(body)
     };
-    let (status, error) = error_of(execute("{\"input\": {\"role\": \"user\",".into()).send().await.unwrap()).await;
+    let (status, error) =
+        error_of(execute("{\"input\": {\"role\": \"user\",".into()).send().await.unwrap()).await;
     assert_eq!(status, 400);
     let message = error["error"]["message"].as_str().unwrap();
     assert!(message.starts_with("malformed JSON at line 1 column"), "{message}");
 
     let (status, error) = error_of(
-        execute(json!({"input": user("hi"), "context": {}, "options": {"multitask": "sometimes"}}).to_string())
-            .send()
-            .await
-            .unwrap(),
+        execute(
+            json!({"input": user("hi"), "context": {}, "options": {"multitask": "sometimes"}})
+                .to_string(),
+        )
+        .send()
+        .await
+        .unwrap(),
     )
     .await;
     assert_eq!(status, 400);
@@ -129,13 +146,16 @@ async fn client_mistakes_are_4xx_with_json_bodies() {
     assert_eq!(status, 413);
     assert_eq!(error["error"]["code"], "body_too_large");
 
-    let (status, error) = error_of(server.get("/api/agent/session/bad%20id", None).send().await.unwrap()).await;
+    let (status, error) =
+        error_of(server.get("/api/agent/session/bad%20id", None).send().await.unwrap()).await;
     assert_eq!((status, error["error"]["code"].as_str()), (400, Some("invalid_session_id")));
-    let (status, _) = error_of(server.get("/api/agent/sessions?limit=0", None).send().await.unwrap()).await;
+    let (status, _) =
+        error_of(server.get("/api/agent/sessions?limit=0", None).send().await.unwrap()).await;
     assert_eq!(status, 400);
     let (status, error) = error_of(server.get("/api/nothing", None).send().await.unwrap()).await;
     assert_eq!((status, error["error"]["code"].as_str()), (404, Some("not_found")));
-    let (status, _) = error_of(server.client.put(server.url("/api/agent/execute")).send().await.unwrap()).await;
+    let (status, _) =
+        error_of(server.client.put(server.url("/api/agent/execute")).send().await.unwrap()).await;
     assert_eq!(status, 405);
     let (status, _) = error_of(server.get("/api/agent/ws", None).send().await.unwrap()).await;
     assert_eq!(status, 400, "a plain GET of the WebSocket endpoint");
@@ -144,7 +164,9 @@ async fn client_mistakes_are_4xx_with_json_bodies() {
 #[tokio::test]
 async fn without_keys_only_loopback_is_served() {
     let dir = tempfile::tempdir().unwrap();
-    let store = weft_store::connect(&format!("sqlite:{}", dir.path().join("w.db").display())).await.unwrap();
+    let store = weft_store::connect(&format!("sqlite:{}", dir.path().join("w.db").display()))
+        .await
+        .unwrap();
     let agent = weft_agent::Agent::builder(weft_llm::faux::FauxProvider::new(weather_script()))
         .store(store)
         .build()
@@ -157,9 +179,13 @@ async fn without_keys_only_loopback_is_served() {
 
 #[tokio::test]
 async fn cors_follows_the_configuration() {
-    let server = start_with(weather_script(), |b| b, |s| {
-        s.cors_origins = vec!["http://app.example".into()];
-    })
+    let server = start_with(
+        weather_script(),
+        |b| b,
+        |s| {
+            s.cors_origins = vec!["http://app.example".into()];
+        },
+    )
     .await;
     let response = server
         .client
