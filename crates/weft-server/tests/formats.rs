@@ -30,7 +30,7 @@ async fn every_format_is_served_and_decodes_to_the_same_run() {
         // SSE ids are event seqs in every format: increasing, the last one the run's end.
         let ids: Vec<u64> = frames.iter().filter_map(|f| f.id).collect();
         assert!(ids.windows(2).all(|w| w[0] < w[1]), "{protocol}: {ids:?}");
-        assert_eq!(ids.last(), native.iter().filter_map(|f| f.id).last().as_ref(), "{protocol}");
+        assert_eq!(ids.last(), native.iter().rev().find_map(|f| f.id).as_ref(), "{protocol}");
         match protocol {
             "native" => assert_eq!(frames, native),
             "loom" | "loom-export" => {
