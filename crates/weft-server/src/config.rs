@@ -383,7 +383,7 @@ mod tests {
         let cases = [
             ("addr = \"x\"\n[limits]\nbody_bytes = \"big\"\n", "weft.toml:3: limits.body_bytes: "),
             ("[limits]\n\nshutdown_grace = \"soon\"\n", "weft.toml:3: limits.shutdown_grace: "),
-            ("[provider]\nnmae = \"faux\"\n", "weft.toml:2: provider: unknown field `nmae`"),
+            ("[provider]\nnmae = \"faux\"\n", "weft.toml:2: provider.nmae: unknown field `nmae`"),
             ("addr = \n", "weft.toml:1: "),
             ("[api_keys]\nshort = \"bob\"\n", "weft.toml:1: api_keys: an API key must have"),
         ];
