@@ -15,6 +15,7 @@
 
 mod render;
 mod sanitize;
+mod serve;
 mod sessions;
 mod signals;
 mod store;
@@ -73,6 +74,9 @@ enum Command {
     Sessions(SessionsCommand),
     /// List the models Weft knows: prices per million tokens, context window, output limit.
     Models(ModelsArgs),
+    /// Serve the agent API over HTTP (SSE and WebSocket): sessions kept in the session store,
+    /// runs owned by the server, remote tools and approvals over HTTP.
+    Serve(serve::ServeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -326,6 +330,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run_command(args),
         Command::Sessions(command) => sessions::command(command, use_color()),
         Command::Models(args) => models_command(&args).map_err(|e| Failure::usage(&e)),
+        Command::Serve(args) => serve::command(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,270 @@
+//! The API's request and response bodies (their JSON is the agent plan's: camelCase), and the
+//! JSON body extractor that turns every mistake into a 400 saying where.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use weft_core::{Cost, Input, Message, SessionStatus, ToolCall, ToolSpec, Usage};
+
+use crate::error::ApiError;
+
+/// `POST /api/agent/execute`: the plan's `ExecuteRequest`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExecuteRequest {
+    /// The session; without one (or with an id that does not exist yet, given `context`) a new
+    /// session is created.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// A user message (`{"role":"user","content":"…"}`, which starts a run), an array of
+    /// tool-result messages (`[{"role":"toolResult","toolCallId","toolName","content"}]`, which
+    /// resume a run awaiting remote tools) or approval decisions
+    /// (`{"approvals":[{"toolCallId","approved","reason?"}]}`).
+    #[schema(value_type = Object)]
+    pub input: Input,
+    /// For a new session: the messages it starts with and its tools. A tool without a local
+    /// executor of the same name is a remote tool, run by the client.
+    #[serde(default)]
+    pub context: Option<ExecuteContext>,
+    /// Options.
+    #[serde(default)]
+    pub options: ExecuteOptions,
+}
+
+/// The context of a new session.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExecuteContext {
+    /// Messages the conversation starts with.
+    #[serde(default)]
+    #[schema(value_type = Vec<Object>)]
+    pub messages: Vec<Message>,
+    /// Tools (`{name, label?, description, parameters, requiresApproval?}`).
+    #[serde(default)]
+    #[schema(value_type = Vec<Object>)]
+    pub tools: Vec<ToolSpec>,
+    /// The plan's context may carry the system prompt too.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+}
+
+/// What to do with an input while the session's run is under way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Multitask {
+    /// Refuse it: 409 with the running run's id.
+    #[default]
+    Reject,
+    /// Wait for the run to end, then start (the response begins then).
+    Enqueue,
+    /// Abort the run, wait for its end, then start.
+    Interrupt,
+}
+
+/// What a client's disconnection does to the run it started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnDisconnect {
+    /// The run goes on; attach again with `GET …/stream`.
+    #[default]
+    Continue,
+    /// The run is aborted.
+    Cancel,
+}
+
+/// Options of an execute request. `provider`, `model`, `systemPrompt` and `mode` apply to a new
+/// session (an existing one keeps its own; a different value is refused).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExecuteOptions {
+    /// The provider (this server's one; others are refused naming it).
+    #[serde(default)]
+    pub provider: Option<String>,
+    /// The model id.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The system prompt.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// The most model calls a run may make: only the server's limit is supported.
+    #[serde(default)]
+    pub max_turns: Option<u32>,
+    /// The agent mode: `react`.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// While a run is under way: `reject` (default), `enqueue` or `interrupt`.
+    #[serde(default)]
+    pub multitask: Multitask,
+    /// When the client goes away: `continue` (default) or `cancel`.
+    #[serde(default)]
+    pub on_disconnect: OnDisconnect,
+}
+
+/// `GET /api/agent/session/{id}`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView {
+    /// Its id.
+    pub id: String,
+    /// Where it stands: `idle`, `running`, `completed`, `awaiting_tool_execution`,
+    /// `awaiting_approval`, `error`, `aborted`, `max_turns`.
+    #[schema(value_type = String)]
+    pub status: SessionStatus,
+    /// The provider.
+    pub provider: String,
+    /// The model.
+    pub model: String,
+    /// The system prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// Its tools (remote ones: the client runs them).
+    #[schema(value_type = Vec<Object>)]
+    pub tools: Vec<ToolSpec>,
+    /// The whole conversation.
+    #[schema(value_type = Vec<Object>)]
+    pub messages: Vec<Message>,
+    /// Calls waiting for remote results.
+    #[schema(value_type = Vec<Object>)]
+    pub pending_tool_calls: Vec<ToolCall>,
+    /// Calls waiting for approval.
+    #[schema(value_type = Vec<Object>)]
+    pub pending_approvals: Vec<ToolCall>,
+    /// Tokens over the session's life.
+    #[schema(value_type = Object)]
+    pub usage: Usage,
+    /// Cost over the session's life.
+    #[schema(value_type = Object)]
+    pub cost: Cost,
+    /// The current or suspended run's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The sequence number of its last event (`Last-Event-ID` of a stream that saw everything).
+    pub last_event_seq: u64,
+    /// Model calls made.
+    pub step_count: u32,
+    /// Created (ms since the epoch).
+    pub created_at: u64,
+    /// Last changed (ms since the epoch).
+    pub updated_at: u64,
+}
+
+/// `GET /api/agent/sessions`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SessionList {
+    /// The caller's sessions, most recently updated first.
+    #[schema(value_type = Vec<Object>)]
+    pub sessions: Vec<weft_core::store::SessionHead>,
+}
+
+/// `POST /api/agent/session/{id}/abort`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AbortResponse {
+    /// Always `true` (a session with nothing to abort is a 409).
+    pub aborted: bool,
+}
+
+/// `GET /healthz`, `GET /readyz`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Health {
+    /// `ok`, or `unavailable` (readiness: the store did not answer).
+    pub status: String,
+}
+
+/// A JSON request body. Malformed JSON is a 400 naming the line, column and field; a body over
+/// the limit is a 413; any content type is read as JSON (so `curl -d` works).
+pub(crate) struct JsonBody<T>(pub(crate) T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "body_too_large",
+                    "the request body is larger than this server accepts",
+                )
+            } else {
+                ApiError::bad_request("bad_body", format!("cannot read the body: {rejection}"))
+            }
+        })?;
+        parse_json(&bytes).map(JsonBody)
+    }
+}
+
+/// Parses JSON, saying where it is wrong.
+pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.inner();
+        let at = format!("line {} column {}", inner.line(), inner.column());
+        let message = match (inner.classify(), path.as_str()) {
+            (serde_json::error::Category::Eof, _) if bytes.iter().all(u8::is_ascii_whitespace) => {
+                "the request body is empty; send a JSON object".to_string()
+            }
+            (serde_json::error::Category::Syntax | serde_json::error::Category::Eof, _) => {
+                format!("malformed JSON at {at}: {inner}")
+            }
+            (_, ".") => format!("invalid request at {at}: {inner}"),
+            _ => format!("invalid request: {path}: {inner}"),
+        };
+        ApiError::bad_request("bad_request", message)
+    })?;
+    deserializer.end().map_err(|e| {
+        ApiError::bad_request("bad_request", format!("malformed JSON: trailing characters ({e})"))
+    })?;
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(body: &str) -> String {
+        parse_json::<ExecuteRequest>(body.as_bytes())
+            .err()
+            .map(|e| e.detail.message)
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn mistakes_say_where() {
+        assert!(
+            message("{\"input\": ").starts_with("malformed JSON at line 1 column"),
+            "{}",
+            message("{\"input\": ")
+        );
+        assert_eq!(message(""), "the request body is empty; send a JSON object");
+        let m =
+            message(r#"{"input":{"role":"user","content":"hi"},"options":{"multitask":"later"}}"#);
+        assert!(
+            m.starts_with("invalid request: options.multitask: unknown variant `later`"),
+            "{m}"
+        );
+        let m = message(r#"{"input":{"role":"user","content":"hi"},"option":{}}"#);
+        assert!(m.contains("unknown field `option`"), "{m}");
+        let m = message(r#"{"input":{"role":"assistant"}}"#);
+        assert!(m.contains("input") && m.contains("\"assistant\""), "{m}");
+        assert!(message(r#"{"input":{"role":"user","content":"hi"}} x"#).contains("trailing"));
+    }
+
+    #[test]
+    fn the_plans_request_parses() -> Result<(), ApiError> {
+        let request: ExecuteRequest = parse_json(
+            br#"{"input":{"role":"user","content":"Hello"},
+                "context":{"messages":[],"tools":[{"name":"get_weather","label":"Weather",
+                  "description":"d","parameters":{"type":"object"}}]},
+                "options":{"model":"gpt-4o-mini","multitask":"enqueue","onDisconnect":"cancel"}}"#,
+        )?;
+        assert!(matches!(request.input, Input::User(_)));
+        assert_eq!(request.context.map(|c| c.tools.len()), Some(1));
+        assert_eq!(request.options.multitask, Multitask::Enqueue);
+        assert_eq!(request.options.on_disconnect, OnDisconnect::Cancel);
+        Ok(())
+    }
+}

@@ -1,0 +1,176 @@
+//! Who is calling: bearer API keys mapped to owners, and a rate limit per key.
+//!
+//! With keys configured, every `/api/…` request needs `Authorization: Bearer KEY` (401
+//! otherwise) and sees only its owner's sessions. Without keys there is one anonymous caller
+//! who sees every session, and the server refuses to listen on anything but loopback.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use weft_core::store::OwnerScope;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// The caller of a request, put in the request's extensions by [`authenticate`].
+#[derive(Debug, Clone)]
+pub(crate) struct Caller {
+    /// The key's owner; `None` when the server has no keys (every session is visible).
+    pub(crate) owner: Option<String>,
+}
+
+impl Caller {
+    /// The sessions this caller may see.
+    pub(crate) fn scope(&self) -> OwnerScope<'_> {
+        match &self.owner {
+            Some(owner) => OwnerScope::Owner(owner),
+            None => OwnerScope::Any,
+        }
+    }
+}
+
+/// Compares in time independent of where the first difference is.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The owner of `key`, if it is one of `keys`. Every key is compared.
+fn owner_of<'a>(
+    keys: &'a std::collections::BTreeMap<String, String>,
+    key: &str,
+) -> Option<&'a str> {
+    let mut found = None;
+    for (candidate, owner) in keys {
+        if same(candidate.as_bytes(), key.as_bytes()) {
+            found = Some(owner.as_str());
+        }
+    }
+    found
+}
+
+/// Middleware for `/api/…`: resolves the caller and applies the rate limit.
+pub(crate) async fn authenticate(
+    State(state): State<Arc<AppState>>,
+    mut request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let keys = &state.settings.api_keys;
+    let (caller, bucket) = if keys.is_empty() {
+        (Caller { owner: None }, String::new())
+    } else {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .map(str::trim);
+        let Some(given) = given else {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "this server needs an API key: send Authorization: Bearer KEY",
+            ));
+        };
+        let Some(owner) = owner_of(keys, given) else {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "the API key is not valid",
+            ));
+        };
+        // The bucket is per key; its name is the owner plus a key fingerprint, never the key.
+        (Caller { owner: Some(owner.to_string()) }, format!("{owner}/{}", fingerprint(given)))
+    };
+    if let Some(wait) = state.limiter.take(&bucket) {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            format!("too many requests for this API key; retry in {wait} s"),
+        )
+        .with_retry_after(wait));
+    }
+    request.extensions_mut().insert(caller);
+    Ok(next.run(request).await)
+}
+
+/// A short non-secret name for a key (FNV-1a), so two keys of one owner get two buckets.
+fn fingerprint(key: &str) -> String {
+    let hash = key
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    format!("{:08x}", hash >> 32)
+}
+
+/// A token bucket per key: `burst` requests at once, refilled at `per_minute`.
+pub(crate) struct RateLimiter {
+    per_minute: u32,
+    burst: u32,
+    buckets: Mutex<HashMap<String, Bucket>>,
+}
+
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+impl RateLimiter {
+    pub(crate) fn new(per_minute: u32, burst: u32) -> Self {
+        Self { per_minute, burst: burst.max(1), buckets: Mutex::new(HashMap::new()) }
+    }
+
+    /// Takes a token for `key`: `None` when allowed, else the seconds to wait.
+    pub(crate) fn take(&self, key: &str) -> Option<u64> {
+        if self.per_minute == 0 {
+            return None;
+        }
+        let rate = f64::from(self.per_minute) / 60.0;
+        let capacity = f64::from(self.burst);
+        let now = Instant::now();
+        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        if buckets.len() > 100_000 {
+            // Forget full buckets, so that many keys cannot grow the map without bound.
+            buckets
+                .retain(|_, b| b.tokens + now.duration_since(b.at).as_secs_f64() * rate < capacity);
+        }
+        let bucket = buckets.entry(key.to_string()).or_insert(Bucket { tokens: capacity, at: now });
+        let refilled = bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * rate;
+        bucket.tokens = refilled.min(capacity);
+        bucket.at = now;
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            None
+        } else {
+            Some(((1.0 - bucket.tokens) / rate).ceil().max(1.0) as u64)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_allows_its_burst_then_says_how_long_to_wait() {
+        let limiter = RateLimiter::new(60, 3);
+        assert_eq!((0..3).filter_map(|_| limiter.take("k")).count(), 0);
+        assert_eq!(limiter.take("k"), Some(1));
+        assert_eq!(limiter.take("other"), None, "buckets are per key");
+        assert_eq!(RateLimiter::new(0, 1).take("k"), None, "0 is unlimited");
+    }
+
+    #[test]
+    fn keys_map_to_owners() {
+        let keys = [("key-one-1".to_string(), "alice".to_string())].into_iter().collect();
+        assert_eq!(owner_of(&keys, "key-one-1"), Some("alice"));
+        assert_eq!(owner_of(&keys, "key-one-2"), None);
+        assert_eq!(owner_of(&keys, ""), None);
+    }
+}

@@ -1,0 +1,435 @@
+//! Configuration: the server's [`Settings`] (plain data the router runs on) and [`ServeConfig`],
+//! what `weft serve` reads from its configuration file and the environment.
+//!
+//! The file is TOML, found at `--config FILE`, else `./weft.toml`, else `$WEFT_HOME/weft.toml`
+//! (no file is fine: everything has a default). The environment overrides the file, and flags
+//! override both (the CLI applies them). Every key:
+//!
+//! ```toml
+//! addr = "127.0.0.1:8080"          # WEFT_ADDR
+//! store = "sqlite:/var/lib/weft.db" # WEFT_STORE (memory | sqlite:PATH | postgres://…)
+//!
+//! [provider]
+//! name = "faux"                     # WEFT_PROVIDER: openai, openai-responses, anthropic, gemini, faux
+//! model = "faux"                    # WEFT_MODEL
+//! script = "examples/scripts/weather.json"  # the faux provider's script (relative to the file)
+//! models = "models.json"            # extra model prices (relative to the file)
+//!
+//! [api_keys]                        # WEFT_API_KEYS="key1=alice,key2=bob" (replaces the table)
+//! "a-long-random-key" = "alice"     # bearer key = owner
+//!
+//! [limits]
+//! body_bytes = 1048576              # larger request bodies: 413
+//! requests_per_minute = 600         # per API key; over it: 429 with Retry-After
+//! burst = 60                        # requests a key may make at once
+//! max_turns = 50                    # model calls per run
+//! remote_tool_timeout = "10m"       # a remote call unanswered this long gets an error result
+//! shutdown_grace = "10s"            # how long a shutdown waits for runs before aborting them
+//!
+//! [cors]
+//! origins = ["http://localhost:3000"]  # WEFT_CORS_ORIGINS (comma-separated); "*" for any
+//! ```
+//!
+//! Provider API keys are never read from this file: they come from the environment
+//! (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`), so a configuration file can be
+//! shared without leaking them. A mistake in the file is one line naming the file, the line and
+//! the key (`weft.toml:12: limits.body_bytes: invalid type: string "x", expected usize`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// The default listen address: loopback only.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
+/// The default request body limit (1 MiB).
+pub const DEFAULT_BODY_BYTES: usize = 1024 * 1024;
+/// The default rate limit per API key.
+pub const DEFAULT_REQUESTS_PER_MINUTE: u32 = 600;
+/// The default burst per API key.
+pub const DEFAULT_BURST: u32 = 60;
+/// How long a shutdown waits for runs to end by default.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// What the router runs on: keys, limits, CORS and the provider sessions run on.
+#[derive(Clone)]
+pub struct Settings {
+    /// Bearer API key → owner. Empty: no authentication (then the server binds loopback only).
+    pub api_keys: BTreeMap<String, String>,
+    /// The largest request body, in bytes.
+    pub body_bytes: usize,
+    /// Requests per minute per API key (0: unlimited).
+    pub requests_per_minute: u32,
+    /// How many requests a key may make at once before the rate applies.
+    pub burst: u32,
+    /// Origins allowed by CORS (`*`: any). Empty: no CORS headers.
+    pub cors_origins: Vec<String>,
+    /// How long a shutdown waits for runs to end before aborting them.
+    pub shutdown_grace: Duration,
+    /// How often an idle SSE stream sends a comment, so proxies keep it open.
+    pub keep_alive: Duration,
+    /// The provider the agent runs sessions on (the only value `options.provider` accepts).
+    pub provider: String,
+    /// The agent's model limit per run (for messages).
+    pub max_turns: u32,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Keys are secrets: only their owners are shown.
+        f.debug_struct("Settings")
+            .field("api_key_owners", &self.api_keys.values().collect::<Vec<_>>())
+            .field("body_bytes", &self.body_bytes)
+            .field("requests_per_minute", &self.requests_per_minute)
+            .field("burst", &self.burst)
+            .field("cors_origins", &self.cors_origins)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("provider", &self.provider)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Settings {
+    /// Defaults for a server running sessions on `provider`.
+    pub fn new(provider: impl Into<String>) -> Self {
+        Self {
+            api_keys: BTreeMap::new(),
+            body_bytes: DEFAULT_BODY_BYTES,
+            requests_per_minute: DEFAULT_REQUESTS_PER_MINUTE,
+            burst: DEFAULT_BURST,
+            cors_origins: Vec::new(),
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            keep_alive: Duration::from_secs(15),
+            provider: provider.into(),
+            max_turns: weft_agent::DEFAULT_MAX_TURNS,
+        }
+    }
+}
+
+/// A configuration mistake, as one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+/// What `weft serve` is configured with, before flags.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServeConfig {
+    /// The file read, if any.
+    pub file: Option<PathBuf>,
+    /// The listen address.
+    pub addr: Option<String>,
+    /// The session store URL.
+    pub store: Option<String>,
+    /// The provider's name.
+    pub provider: Option<String>,
+    /// The default model.
+    pub model: Option<String>,
+    /// The faux provider's script.
+    pub script: Option<PathBuf>,
+    /// A models file (extra prices).
+    pub models: Option<PathBuf>,
+    /// API key → owner.
+    pub api_keys: BTreeMap<String, String>,
+    /// Request body limit.
+    pub body_bytes: Option<usize>,
+    /// Rate limit per key.
+    pub requests_per_minute: Option<u32>,
+    /// Burst per key.
+    pub burst: Option<u32>,
+    /// Model calls per run.
+    pub max_turns: Option<u32>,
+    /// Remote call deadline.
+    pub remote_tool_timeout: Option<Duration>,
+    /// Shutdown grace.
+    pub shutdown_grace: Option<Duration>,
+    /// CORS origins.
+    pub cors_origins: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    addr: Option<String>,
+    store: Option<String>,
+    #[serde(default)]
+    provider: ProviderSection,
+    #[serde(default)]
+    api_keys: BTreeMap<String, String>,
+    #[serde(default)]
+    limits: LimitsSection,
+    #[serde(default)]
+    cors: CorsSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProviderSection {
+    name: Option<String>,
+    model: Option<String>,
+    script: Option<PathBuf>,
+    models: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsSection {
+    body_bytes: Option<usize>,
+    requests_per_minute: Option<u32>,
+    burst: Option<u32>,
+    max_turns: Option<u32>,
+    #[serde(default, deserialize_with = "duration")]
+    remote_tool_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    shutdown_grace: Option<Duration>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CorsSection {
+    #[serde(default)]
+    origins: Vec<String>,
+}
+
+fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let text = String::deserialize(d)?;
+    parse_duration(&text).map(Some).map_err(serde::de::Error::custom)
+}
+
+/// A duration as `30s`, `2m`, `500ms`, `1m30s`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim())
+        .map_err(|e| format!("invalid duration {text:?} ({e}); write e.g. 30s, 2m, 500ms"))
+}
+
+/// Where the configuration file is: `explicit` (which must exist), else `./weft.toml`, else
+/// `$WEFT_HOME/weft.toml` (`WEFT_HOME` defaulting to `~/.weft`); `None` when there is none.
+pub fn find_file(
+    explicit: Option<&Path>,
+    cwd: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<PathBuf>, ConfigError> {
+    if let Some(path) = explicit {
+        if !path.is_file() {
+            return Err(ConfigError(format!("config file {} not found", path.display())));
+        }
+        return Ok(Some(path.to_path_buf()));
+    }
+    let local = cwd.join("weft.toml");
+    if local.is_file() {
+        return Ok(Some(local));
+    }
+    let home = env("WEFT_HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| env("HOME").filter(|h| !h.is_empty()).map(|h| Path::new(&h).join(".weft")));
+    Ok(home.map(|h| h.join("weft.toml")).filter(|p| p.is_file()))
+}
+
+impl ServeConfig {
+    /// Reads `file` (if any), then applies the environment (`WEFT_ADDR`, `WEFT_STORE`,
+    /// `WEFT_PROVIDER`, `WEFT_MODEL`, `WEFT_API_KEYS`, `WEFT_CORS_ORIGINS`).
+    pub fn load(
+        file: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let mut config = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    ConfigError(format!("cannot read config file {}: {e}", path.display()))
+                })?;
+                Self::parse(&text, path)?
+            }
+            None => Self::default(),
+        };
+        let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        if let Some(addr) = var("WEFT_ADDR") {
+            config.addr = Some(addr);
+        }
+        if let Some(store) = var("WEFT_STORE") {
+            config.store = Some(store);
+        }
+        if let Some(provider) = var("WEFT_PROVIDER") {
+            config.provider = Some(provider);
+        }
+        if let Some(model) = var("WEFT_MODEL") {
+            config.model = Some(model);
+        }
+        if let Some(keys) = var("WEFT_API_KEYS") {
+            config.api_keys =
+                parse_api_keys(&keys).map_err(|e| ConfigError(format!("WEFT_API_KEYS: {e}")))?;
+        }
+        if let Some(origins) = var("WEFT_CORS_ORIGINS") {
+            config.cors_origins = origins
+                .split(',')
+                .map(str::trim)
+                .filter(|o| !o.is_empty())
+                .map(String::from)
+                .collect();
+        }
+        Ok(config)
+    }
+
+    /// Parses a configuration file's text; `path` names it in errors and anchors its relative
+    /// paths.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let located = |span: Option<std::ops::Range<usize>>| -> String {
+            let line = span
+                .map(|s| text.get(..s.start).unwrap_or(text).matches('\n').count() + 1)
+                .map(|l| format!(":{l}"))
+                .unwrap_or_default();
+            format!("{}{line}", path.display())
+        };
+        let deserializer = toml::de::Deserializer::parse(text).map_err(|e| {
+            ConfigError(format!("{}: {}", located(e.span()), one_line(e.message())))
+        })?;
+        let file: FileConfig = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.inner();
+            ConfigError(format!("{}: {key}: {}", located(inner.span()), one_line(inner.message())))
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let relative = |p: PathBuf| if p.is_relative() { base.join(p) } else { p };
+        for (key, owner) in &file.api_keys {
+            check_key(key, owner).map_err(|e| {
+                let at = text.find("[api_keys]").map(|s| s..s + 1);
+                ConfigError(format!("{}: api_keys: {e}", located(at)))
+            })?;
+        }
+        Ok(Self {
+            file: Some(path.to_path_buf()),
+            addr: file.addr,
+            store: file.store,
+            provider: file.provider.name,
+            model: file.provider.model,
+            script: file.provider.script.map(relative),
+            models: file.provider.models.map(relative),
+            api_keys: file.api_keys,
+            body_bytes: file.limits.body_bytes,
+            requests_per_minute: file.limits.requests_per_minute,
+            burst: file.limits.burst,
+            max_turns: file.limits.max_turns,
+            remote_tool_timeout: file.limits.remote_tool_timeout,
+            shutdown_grace: file.limits.shutdown_grace,
+            cors_origins: file.cors.origins,
+        })
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The shortest API key accepted: shorter ones are guessable.
+const MIN_KEY_LEN: usize = 8;
+
+fn check_key(key: &str, owner: &str) -> Result<(), String> {
+    if key.len() < MIN_KEY_LEN {
+        return Err(format!(
+            "an API key must have at least {MIN_KEY_LEN} characters (owner {owner:?})"
+        ));
+    }
+    if !key.chars().all(|c| c.is_ascii_graphic()) {
+        return Err(format!("an API key must be printable ASCII without spaces (owner {owner:?})"));
+    }
+    if owner.trim().is_empty() {
+        return Err("every API key needs an owner (key=owner)".into());
+    }
+    Ok(())
+}
+
+/// Parses `key1=alice,key2=bob`. Messages never repeat a key.
+pub fn parse_api_keys(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut keys = BTreeMap::new();
+    for (index, pair) in text.split(',').map(str::trim).filter(|p| !p.is_empty()).enumerate() {
+        let Some((key, owner)) = pair.split_once('=') else {
+            return Err(format!("entry {} is not KEY=OWNER", index + 1));
+        };
+        let (key, owner) = (key.trim(), owner.trim());
+        check_key(key, owner).map_err(|e| format!("entry {}: {e}", index + 1))?;
+        if keys.insert(key.to_string(), owner.to_string()).is_some() {
+            return Err(format!("entry {}: the same key is given twice", index + 1));
+        }
+    }
+    Ok(keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ServeConfig, ConfigError> {
+        ServeConfig::parse(text, Path::new("/etc/weft/weft.toml"))
+    }
+
+    #[test]
+    fn a_full_file_is_read_with_paths_relative_to_it() -> Result<(), ConfigError> {
+        let config = parse(
+            "addr = \"0.0.0.0:9000\"\nstore = \"memory\"\n[provider]\nname = \"faux\"\n\
+             script = \"s.json\"\n[api_keys]\n\"key-number-1\" = \"alice\"\n[limits]\n\
+             body_bytes = 10\nremote_tool_timeout = \"2m\"\n[cors]\norigins = [\"*\"]\n",
+        )?;
+        assert_eq!(config.addr.as_deref(), Some("0.0.0.0:9000"));
+        assert_eq!(config.script, Some(PathBuf::from("/etc/weft/s.json")));
+        assert_eq!(config.api_keys.get("key-number-1").map(String::as_str), Some("alice"));
+        assert_eq!(config.body_bytes, Some(10));
+        assert_eq!(config.remote_tool_timeout, Some(Duration::from_secs(120)));
+        assert_eq!(config.cors_origins, vec!["*".to_string()]);
+        Ok(())
+    }
+
+    #[test]
+    fn mistakes_name_file_line_and_key_in_one_line() {
+        let cases = [
+            ("addr = \"x\"\n[limits]\nbody_bytes = \"big\"\n", "weft.toml:3: limits.body_bytes: "),
+            ("[limits]\n\nshutdown_grace = \"soon\"\n", "weft.toml:3: limits.shutdown_grace: "),
+            ("[provider]\nnmae = \"faux\"\n", "weft.toml:2: provider.nmae: unknown field `nmae`"),
+            ("addr = \n", "weft.toml:1: "),
+            ("[api_keys]\nshort = \"bob\"\n", "weft.toml:1: api_keys: an API key must have"),
+        ];
+        for (text, expected) in cases {
+            let error = parse(text).err().map(|e| e.0).unwrap_or_default();
+            assert!(error.starts_with(&format!("/etc/weft/{expected}")), "{text:?} gave {error:?}");
+            assert!(!error.contains('\n'), "{error:?}");
+            assert!(!error.contains("short"), "a key leaked: {error:?}");
+        }
+    }
+
+    #[test]
+    fn the_environment_overrides_the_file() -> Result<(), ConfigError> {
+        let dir = std::env::temp_dir().join(format!("weft-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| ConfigError(e.to_string()))?;
+        let file = dir.join("weft.toml");
+        std::fs::write(&file, "addr = \"127.0.0.1:1\"\n[api_keys]\n\"key-number-1\" = \"alice\"\n")
+            .map_err(|e| ConfigError(e.to_string()))?;
+        let env = |name: &str| match name {
+            "WEFT_ADDR" => Some("127.0.0.1:2".to_string()),
+            "WEFT_API_KEYS" => Some("key-number-2=bob, key-number-3=carol".to_string()),
+            _ => None,
+        };
+        let found = find_file(None, &dir, &env)?;
+        assert_eq!(found.as_deref(), Some(file.as_path()));
+        let config = ServeConfig::load(found.as_deref(), &env)?;
+        assert_eq!(config.addr.as_deref(), Some("127.0.0.1:2"));
+        assert_eq!(config.api_keys.len(), 2);
+        assert_eq!(config.api_keys.get("key-number-3").map(String::as_str), Some("carol"));
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
+    }
+
+    #[test]
+    fn api_key_lists_are_checked_without_repeating_keys() {
+        assert!(parse_api_keys("secret-one=alice,secret-two=bob").is_ok_and(|k| k.len() == 2));
+        let error = parse_api_keys("secret-one").err().unwrap_or_default();
+        assert_eq!(error, "entry 1 is not KEY=OWNER");
+        let error = parse_api_keys("a=b").err().unwrap_or_default();
+        assert!(error.contains("at least 8") && !error.contains("a=b"), "{error}");
+        assert!(parse_api_keys("secret-one=a,secret-one=b").is_err());
+    }
+
+    #[test]
+    fn an_explicit_file_must_exist() {
+        let error = find_file(Some(Path::new("/nonexistent/w.toml")), Path::new("/"), &|_| None);
+        assert_eq!(error, Err(ConfigError("config file /nonexistent/w.toml not found".into())));
+    }
+}

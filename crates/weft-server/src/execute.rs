@@ -1,0 +1,404 @@
+//! Starting runs and attaching to them: what `POST /api/agent/execute`, `GET …/stream` and the
+//! WebSocket share. Sessions are looked up for their owner only; runs belong to the server
+//! (tracked here until they end, whoever watches them).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use futures::StreamExt;
+use weft_agent::{
+    AbortHandle, AgentError, ExecuteError, ExecuteStream, SessionHandle, SessionOptions,
+};
+use weft_core::store::SessionHead;
+use weft_core::{Input, SessionStatus, now_ms};
+
+use crate::AppState;
+use crate::api::{ExecuteContext, ExecuteOptions, ExecuteRequest, Multitask, OnDisconnect};
+use crate::auth::Caller;
+use crate::error::{ApiError, shown};
+use crate::stream::{CancelOnDrop, Feed, run_start};
+
+/// The only agent mode this server runs.
+const MODES: [&str; 1] = ["react"];
+/// How many times an enqueued or interrupting input tries to start before giving up (each try
+/// follows the end of a run that got the session first).
+const START_TRIES: usize = 64;
+
+/// A run started for a request.
+pub(crate) struct Started {
+    pub(crate) session_id: String,
+    pub(crate) run_id: Option<String>,
+    pub(crate) feed: Feed,
+}
+
+/// A session id as clients may give it: 1 to 128 of `A-Z a-z 0-9 _ - . :`.
+pub(crate) fn check_id(id: &str) -> Result<(), ApiError> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(
+            "invalid_session_id",
+            format!(
+                "invalid session id {}: use 1 to 128 letters, digits, '_', '-', '.' or ':'",
+                shown(id)
+            ),
+        ))
+    }
+}
+
+fn agent_error(error: AgentError) -> ApiError {
+    match error {
+        AgentError::Store(store) => ApiError::store(&store),
+        other => ApiError::bad_request("invalid_tools", other.to_string()),
+    }
+}
+
+/// The session `id` if the caller may see it (missing and foreign sessions alike: `None`).
+pub(crate) async fn load_owned(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<Option<(SessionHandle, Option<SessionHead>)>, ApiError> {
+    check_id(id)?;
+    let started = Instant::now();
+    let head = match state.agent.store() {
+        Some(store) => match store.head(id).await.map_err(|e| ApiError::store(&e))? {
+            Some(head) if caller.scope().admits(head.owner.as_deref()) => Some(head),
+            _ => return Ok(None),
+        },
+        None => None,
+    };
+    let handle = state.agent.session(id).await.map_err(agent_error)?;
+    state.metrics.store_call(started.elapsed());
+    let Some(handle) = handle else { return Ok(None) };
+    if head.is_none() && !caller.scope().admits(handle.snapshot().owner.as_deref()) {
+        return Ok(None);
+    }
+    Ok(Some((handle, head)))
+}
+
+fn check_options(state: &AppState, options: &ExecuteOptions) -> Result<(), ApiError> {
+    if let Some(provider) = options.provider.as_deref()
+        && provider != state.settings.provider
+    {
+        return Err(ApiError::bad_request(
+            "unknown_provider",
+            format!(
+                "unknown provider {}: this server runs sessions on {:?} (allowed: {})",
+                shown(provider),
+                state.settings.provider,
+                state.settings.provider
+            ),
+        ));
+    }
+    if let Some(mode) = options.mode.as_deref()
+        && !MODES.contains(&mode)
+    {
+        return Err(ApiError::bad_request(
+            "unknown_mode",
+            format!("unknown mode {}: allowed: {}", shown(mode), MODES.join(", ")),
+        ));
+    }
+    if let Some(turns) = options.max_turns
+        && turns != state.settings.max_turns
+    {
+        return Err(ApiError::bad_request(
+            "unsupported_option",
+            format!(
+                "options.maxTurns: this server runs every session with maxTurns {} (its \
+                 limits.max_turns); a per-session limit is not supported",
+                state.settings.max_turns
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// An existing session keeps its provider, model and system prompt.
+fn check_same(head: Option<&SessionHead>, options: &ExecuteOptions) -> Result<(), ApiError> {
+    let Some(head) = head else { return Ok(()) };
+    let differs = |given: Option<&str>, kept: Option<&str>| given.is_some() && given != kept;
+    for (name, given, kept) in [
+        ("provider", options.provider.as_deref(), Some(head.provider.as_str())),
+        ("model", options.model.as_deref(), Some(head.model.as_str())),
+        ("systemPrompt", options.system_prompt.as_deref(), head.system_prompt.as_deref()),
+    ] {
+        if differs(given, kept) {
+            return Err(ApiError::bad_request(
+                "session_option_fixed",
+                format!(
+                    "session {} keeps the {name} it was created with; leave options.{name} out",
+                    shown(&head.id)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Messages stamped now when the client left their time out.
+fn stamp(mut input: Input) -> Input {
+    let now = now_ms();
+    match &mut input {
+        Input::User(message) if message.timestamp == 0 => message.timestamp = now,
+        Input::ToolResults(results) => {
+            for result in results.iter_mut().filter(|r| r.timestamp == 0) {
+                result.timestamp = now;
+            }
+        }
+        _ => {}
+    }
+    input
+}
+
+async fn create(
+    state: &AppState,
+    caller: &Caller,
+    id: Option<String>,
+    context: ExecuteContext,
+    options: &ExecuteOptions,
+) -> Result<(SessionHandle, Option<SessionHead>), ApiError> {
+    let wanted = id.clone();
+    let created = state
+        .agent
+        .create_session(SessionOptions {
+            id,
+            model: options.model.clone(),
+            system_prompt: options.system_prompt.clone().or(context.system_prompt),
+            tools: context.tools,
+            messages: context.messages,
+            owner: caller.owner.clone(),
+        })
+        .await;
+    match created {
+        Ok(handle) => Ok((handle, None)),
+        // Taken by a session the caller cannot see (or created a moment ago by another
+        // request): the same answer as for a session that does not exist.
+        Err(AgentError::Store(weft_core::StoreError::AlreadyExists(_))) => {
+            Err(ApiError::session_not_found(wanted.as_deref().unwrap_or("")))
+        }
+        Err(other) => Err(agent_error(other)),
+    }
+}
+
+/// The id of the session's current run, if it has one.
+pub(crate) fn run_id(session: &SessionHandle) -> Option<String> {
+    session.snapshot().run.map(|run| run.run_id)
+}
+
+/// Waits until the session's current run (in this process or another) has ended.
+async fn wait_for_end(session: &SessionHandle) {
+    let mut events = Box::pin(session.subscribe(session.last_seq()));
+    while events.next().await.is_some() {}
+}
+
+/// Starts (or resumes) a run for `request`.
+pub(crate) async fn start(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    request: ExecuteRequest,
+) -> Result<Started, ApiError> {
+    let ExecuteRequest { session_id, input, context, options } = request;
+    check_options(state, &options)?;
+    let input = stamp(input);
+    let new_session_input = || {
+        if matches!(input, Input::User(_)) {
+            Ok(())
+        } else {
+            Err(ApiError::bad_request(
+                "user_message_required",
+                "a new session starts with a user message (tool results and approvals resume an \
+                 existing session: send its sessionId)",
+            ))
+        }
+    };
+    let (session, head) = match session_id {
+        Some(id) => match load_owned(state, caller, &id).await? {
+            Some(found) => found,
+            None => match context {
+                Some(context) => {
+                    new_session_input()?;
+                    create(state, caller, Some(id), context, &options).await?
+                }
+                None => return Err(ApiError::session_not_found(&id)),
+            },
+        },
+        None => match context {
+            Some(context) => {
+                new_session_input()?;
+                create(state, caller, None, context, &options).await?
+            }
+            None => {
+                return Err(ApiError::bad_request(
+                    "context_required",
+                    "a new session needs a context ({\"messages\": [], \"tools\": []}); to \
+                     continue a session, send its sessionId",
+                ));
+            }
+        },
+    };
+    check_same(head.as_ref(), &options)?;
+    let id = session.id();
+    tracing::Span::current().record("session_id", id.as_str());
+    // Enqueued inputs of one session start in the order they arrived (in this process).
+    let _queued = match options.multitask {
+        Multitask::Enqueue => Some(state.queue(&id).lock_owned().await),
+        _ => None,
+    };
+    let mut tries = 0;
+    let (stream, after) = loop {
+        tries += 1;
+        if session.status() == SessionStatus::Running {
+            match options.multitask {
+                Multitask::Reject => return Err(ApiError::session_running(&id, run_id(&session))),
+                Multitask::Enqueue => wait_for_end(&session).await,
+                Multitask::Interrupt => {
+                    session.abort().await;
+                    wait_for_end(&session).await;
+                }
+            }
+        }
+        let after = session.last_seq();
+        match state.agent.execute(&session, input.clone()).await {
+            Ok(stream) => break (stream, after),
+            Err(ExecuteError::AlreadyRunning(_))
+                if options.multitask != Multitask::Reject && tries < START_TRIES =>
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Err(ExecuteError::AlreadyRunning(_)) => {
+                return Err(ApiError::session_running(&id, run_id(&session)));
+            }
+            Err(other) => return Err(other.into()),
+        }
+    };
+    let run_id = run_id(&session);
+    if let Some(run_id) = &run_id {
+        tracing::Span::current().record("run_id", run_id.as_str());
+    }
+    tracing::info!(session_id = %id, run_id = run_id.as_deref().unwrap_or(""), "run started");
+    let abort = stream.abort_handle();
+    track(Arc::clone(state), stream, id.clone(), run_id.clone());
+    let cancel = (options.on_disconnect == OnDisconnect::Cancel).then(|| CancelOnDrop::new(abort));
+    let feed = Feed { records: Box::pin(session.subscribe(after)), seen: after, cancel };
+    Ok(Started { session_id: id, run_id, feed })
+}
+
+/// A stream of the session's live or last run; `seen`: the client has every event up to it.
+pub(crate) async fn attach(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    id: &str,
+    seen: Option<u64>,
+) -> Result<Feed, ApiError> {
+    let Some((session, _)) = load_owned(state, caller, id).await? else {
+        return Err(ApiError::session_not_found(id));
+    };
+    tracing::Span::current().record("session_id", id);
+    let running = session.status() == SessionStatus::Running;
+    let from = run_start(state, id, seen, running).await?;
+    Ok(Feed {
+        records: Box::pin(session.subscribe(from)),
+        seen: seen.unwrap_or(from).max(from),
+        cancel: None,
+    })
+}
+
+/// Aborts the session's run; 409 when there is nothing to abort.
+pub(crate) async fn abort(state: &AppState, caller: &Caller, id: &str) -> Result<(), ApiError> {
+    let Some((session, _)) = load_owned(state, caller, id).await? else {
+        return Err(ApiError::session_not_found(id));
+    };
+    tracing::Span::current().record("session_id", id);
+    if session.abort().await {
+        tracing::info!(session_id = %id, "run aborted by request");
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not_running",
+            format!("session {} has no run to abort", shown(id)),
+        ))
+    }
+}
+
+/// The runs this server started and that have not ended yet.
+#[derive(Default)]
+pub(crate) struct Runs {
+    next: AtomicU64,
+    active: Mutex<HashMap<u64, AbortHandle>>,
+    changed: tokio::sync::Notify,
+}
+
+impl Runs {
+    fn add(&self, abort: AbortHandle) -> u64 {
+        let token = self.next.fetch_add(1, Ordering::Relaxed);
+        self.active.lock().unwrap_or_else(|e| e.into_inner()).insert(token, abort);
+        token
+    }
+
+    fn remove(&self, token: u64) {
+        self.active.lock().unwrap_or_else(|e| e.into_inner()).remove(&token);
+        self.changed.notify_waiters();
+    }
+
+    fn count(&self) -> usize {
+        self.active.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Waits up to `limit` for every run to end; says whether they did.
+    async fn wait_idle(&self, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.count() == 0 {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return self.count() == 0;
+            }
+        }
+    }
+
+    /// At shutdown: lets runs end for `grace`, then aborts the rest (an abort is saved, so
+    /// every run rests at a durable point and gives its lease back) and waits for them.
+    pub(crate) async fn drain(&self, grace: Duration) {
+        if self.wait_idle(grace).await {
+            return;
+        }
+        let left: Vec<AbortHandle> =
+            self.active.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        tracing::warn!(runs = left.len(), "shutting down: aborting runs still under way");
+        for abort in left {
+            abort.abort();
+        }
+        if !self.wait_idle(Duration::from_secs(10)).await {
+            tracing::error!(runs = self.count(), "runs did not end after their abort");
+        }
+    }
+}
+
+/// Follows a run to its end for the metrics and the shutdown, whoever watches it.
+fn track(state: Arc<AppState>, stream: ExecuteStream, session_id: String, run_id: Option<String>) {
+    let token = state.runs.add(stream.abort_handle());
+    state.metrics.run_started();
+    tokio::spawn(async move {
+        let result = stream.result().await;
+        tracing::info!(
+            session_id = %session_id,
+            run_id = run_id.as_deref().unwrap_or(""),
+            status = %result.status,
+            "run ended"
+        );
+        state.metrics.run_finished(&result);
+        state.runs.remove(token);
+    });
+}

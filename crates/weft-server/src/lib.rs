@@ -1,0 +1,260 @@
+//! # weft-server
+//!
+//! The agent plan's HTTP API on Weft's durable runtime: the server keeps sessions (in the
+//! agent's store), runs agents, and streams every run's events to any number of clients, who
+//! send inputs, watch events, run their own tools when asked, and reconnect after a dropped
+//! connection without losing an event.
+//!
+//! | method & path | what |
+//! | --- | --- |
+//! | `POST /api/agent/execute` | start or resume a run ([`ExecuteRequest`]); streams its events; `X-Session-Id`, `X-Run-Id` |
+//! | `GET /api/agent/session/{id}` | the session: messages, status, pending calls, usage, cost ([`SessionView`]) |
+//! | `GET /api/agent/session/{id}/stream` | attach to the live or last run; `Last-Event-ID` or `?after=` resumes after that event |
+//! | `POST /api/agent/session/{id}/abort` | abort the run (409: nothing to abort) |
+//! | `GET /api/agent/sessions`, `DELETE /api/agent/session/{id}` | list / delete the caller's sessions |
+//! | `GET /api/agent/ws` | the same over WebSocket text frames (see the `ws` module source) |
+//! | `GET /healthz`, `GET /readyz`, `GET /metrics`, `GET /openapi.json` | liveness, readiness (the store answers), Prometheus metrics, the API description |
+//!
+//! Streams are in the format `?protocol=native|loom|loom-export|aceai|ag-ui|vercel` asks for,
+//! else by `Accept` (`application/x-ndjson`: Loom NDJSON; otherwise native SSE). In SSE every
+//! event's last frame carries `id:` = the event's sequence number in the session, the cursor a
+//! client resumes from. Errors are `{"error": {"code", "message"}}`.
+//!
+//! Runs belong to the server: a client that goes away does not stop its run (unless it asked
+//! for `onDisconnect: "cancel"`). With API keys configured ([`Settings::api_keys`]), each key is
+//! an owner who sees only their sessions; without keys, [`Server::serve`] refuses any address
+//! but loopback.
+//!
+//! ```no_run
+//! use weft_agent::Agent;
+//! use weft_llm::faux::{FauxProvider, FauxScript, FauxTurn};
+//! use weft_server::{Server, Settings};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let provider = FauxProvider::new(FauxScript::new([FauxTurn::text("Hi!")]));
+//! let agent = Agent::builder(provider).store(weft_store::connect("memory").await?).build()?;
+//! let server = Server::new(agent, Settings::new("faux"));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! server.serve(listener, async { let _ = tokio::signal::ctrl_c().await; }).await?;
+//! # Ok(()) }
+//! ```
+
+mod api;
+mod auth;
+mod config;
+mod error;
+mod execute;
+mod metrics;
+mod openapi;
+mod routes;
+mod stream;
+mod ws;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, Weak};
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderName, HeaderValue, Method};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{get, post};
+use tokio_util::sync::CancellationToken;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use weft_agent::Agent;
+
+pub use api::{
+    AbortResponse, ExecuteContext, ExecuteOptions, ExecuteRequest, Health, Multitask, OnDisconnect,
+    SessionList, SessionView,
+};
+pub use config::{
+    ConfigError, DEFAULT_ADDR, DEFAULT_BODY_BYTES, DEFAULT_BURST, DEFAULT_REQUESTS_PER_MINUTE,
+    DEFAULT_SHUTDOWN_GRACE, ServeConfig, Settings, find_file, parse_api_keys, parse_duration,
+};
+pub use error::{ApiError, ErrorBody, ErrorDetail};
+
+/// What every handler shares.
+pub(crate) struct AppState {
+    pub(crate) agent: Agent,
+    pub(crate) settings: Settings,
+    pub(crate) metrics: metrics::Metrics,
+    pub(crate) limiter: auth::RateLimiter,
+    /// Cancelled when the server shuts down: streams end.
+    pub(crate) closing: CancellationToken,
+    /// Per session: how far its event log was scanned, and its `session_end` seqs.
+    pub(crate) ends: Mutex<HashMap<String, (u64, Vec<u64>)>>,
+    pub(crate) runs: execute::Runs,
+    /// Per session: the queue enqueued inputs wait in.
+    queues: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
+}
+
+impl AppState {
+    /// The queue of enqueued inputs of a session.
+    pub(crate) fn queue(&self, session_id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(queue) = queues.get(session_id).and_then(Weak::upgrade) {
+            return queue;
+        }
+        queues.retain(|_, q| q.strong_count() > 0);
+        let queue = Arc::new(tokio::sync::Mutex::new(()));
+        queues.insert(session_id.to_string(), Arc::downgrade(&queue));
+        queue
+    }
+
+    /// Forgets what was kept about a deleted session.
+    pub(crate) fn forget(&self, session_id: &str) {
+        self.ends.lock().unwrap_or_else(|e| e.into_inner()).remove(session_id);
+    }
+}
+
+/// Why [`Server::serve`] stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// No API keys are configured and the address is not loopback.
+    #[error(
+        "refusing to listen on {0} without API keys: anyone who can reach it could use the \
+         server; configure API keys (WEFT_API_KEYS=key=owner or [api_keys] in weft.toml) or \
+         listen on 127.0.0.1"
+    )]
+    Unprotected(SocketAddr),
+    /// The listener failed.
+    #[error("the server failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The HTTP server: an agent (with its store), settings, and the state its handlers share.
+#[derive(Clone)]
+pub struct Server {
+    state: Arc<AppState>,
+}
+
+impl Server {
+    /// A server running sessions on `agent`. The agent should have a store: sessions then
+    /// survive restarts, and streams resume from it.
+    pub fn new(agent: Agent, settings: Settings) -> Self {
+        let limiter = auth::RateLimiter::new(settings.requests_per_minute, settings.burst);
+        Self {
+            state: Arc::new(AppState {
+                agent,
+                settings,
+                metrics: metrics::Metrics::default(),
+                limiter,
+                closing: CancellationToken::new(),
+                ends: Mutex::new(HashMap::new()),
+                runs: execute::Runs::default(),
+                queues: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The router with every endpoint and layer (tests may drive it directly).
+    pub fn router(&self) -> Router {
+        let state = Arc::clone(&self.state);
+        let api = Router::new()
+            .route("/api/agent/execute", post(routes::execute))
+            .route(
+                "/api/agent/session/{id}",
+                get(routes::get_session).delete(routes::delete_session),
+            )
+            .route("/api/agent/session/{id}/stream", get(routes::attach))
+            .route("/api/agent/session/{id}/abort", post(routes::abort))
+            .route("/api/agent/sessions", get(routes::list_sessions))
+            .route("/api/agent/ws", get(ws::upgrade))
+            .route_layer(middleware::from_fn_with_state(Arc::clone(&state), auth::authenticate));
+        let request_id = HeaderName::from_static("x-request-id");
+        Router::new()
+            .merge(api)
+            .route("/healthz", get(routes::healthz))
+            .route("/readyz", get(routes::readyz))
+            .route("/metrics", get(routes::metrics))
+            .route("/openapi.json", get(routes::openapi))
+            .fallback(routes::not_found)
+            .method_not_allowed_fallback(routes::method_not_allowed)
+            .layer(DefaultBodyLimit::max(state.settings.body_bytes))
+            .layer(middleware::from_fn_with_state(Arc::clone(&state), count_responses))
+            .layer(cors(&state.settings.cors_origins))
+            .layer(PropagateRequestIdLayer::new(request_id.clone()))
+            .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
+                let id = request
+                    .headers()
+                    .get("x-request-id")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                tracing::info_span!(
+                    "request",
+                    method = %request.method(),
+                    path = %request.uri().path(),
+                    request_id = %id,
+                    session_id = tracing::field::Empty,
+                    run_id = tracing::field::Empty,
+                )
+            }))
+            .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+            .with_state(state)
+    }
+
+    /// Serves on `listener` until `shutdown` completes; then stops accepting, ends the streams,
+    /// lets runs end for the configured grace, aborts those still going (an abort is saved: every
+    /// run rests at a durable point and gives its lease back), and returns.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
+        let addr = listener.local_addr()?;
+        if self.state.settings.api_keys.is_empty() && !addr.ip().is_loopback() {
+            return Err(ServeError::Unprotected(addr));
+        }
+        let closing = self.state.closing.clone();
+        let app = self.router();
+        tracing::info!(%addr, "weft server listening");
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                tracing::info!("shutting down: no new connections; ending streams");
+                closing.cancel();
+            })
+            .await?;
+        self.state.runs.drain(self.state.settings.shutdown_grace).await;
+        tracing::info!("server stopped");
+        Ok(())
+    }
+}
+
+async fn count_responses(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let response = next.run(request).await;
+    state.metrics.response(response.status().as_u16());
+    response
+}
+
+fn cors(origins: &[String]) -> CorsLayer {
+    if origins.is_empty() {
+        return CorsLayer::new();
+    }
+    let layer = CorsLayer::new()
+        .allow_methods([Method::GET, Method::POST, Method::DELETE, Method::OPTIONS])
+        .allow_headers([
+            axum::http::header::AUTHORIZATION,
+            axum::http::header::CONTENT_TYPE,
+            axum::http::header::ACCEPT,
+            HeaderName::from_static("last-event-id"),
+        ])
+        .expose_headers([
+            HeaderName::from_static("x-session-id"),
+            HeaderName::from_static("x-run-id"),
+        ]);
+    if origins.iter().any(|o| o == "*") {
+        return layer.allow_origin(AllowOrigin::any());
+    }
+    let allowed: Vec<HeaderValue> =
+        origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()).collect();
+    layer.allow_origin(allowed)
+}

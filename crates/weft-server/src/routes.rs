@@ -1,0 +1,365 @@
+//! The HTTP handlers, each described for `/openapi.json`.
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use crate::AppState;
+use crate::api::{AbortResponse, ExecuteRequest, Health, JsonBody, SessionList, SessionView};
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody};
+use crate::execute::{self, load_owned};
+use crate::stream::{self, Feed, WireFormat};
+
+/// The wire format of a stream.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct FormatQuery {
+    /// `native`, `loom`, `loom-export`, `aceai`, `ag-ui` or `vercel` (default: from `Accept`:
+    /// `application/x-ndjson` → `loom` as NDJSON, otherwise `native` as SSE).
+    protocol: Option<String>,
+}
+
+impl FormatQuery {
+    /// The `protocol` asked for.
+    pub(crate) fn protocol(&self) -> Option<&str> {
+        self.protocol.as_deref()
+    }
+}
+
+/// Where an attached stream resumes.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct StreamQuery {
+    /// The wire format (see `execute`).
+    protocol: Option<String>,
+    /// Resume after this event seq (as the `Last-Event-ID` header does; the header wins).
+    after: Option<String>,
+}
+
+/// How many sessions a list shows.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListQuery {
+    /// At most this many (1 to 1000, default 100).
+    limit: Option<String>,
+}
+
+fn stream_response(
+    state: Arc<AppState>,
+    feed: Feed,
+    format: WireFormat,
+    session_id: &str,
+    run_id: Option<&str>,
+) -> Response {
+    let mut response = Response::new(stream::body(state, feed, format));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(format.content_type()));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    if format.protocol == weft_protocol::Protocol::Vercel {
+        headers.insert("x-vercel-ai-ui-message-stream", HeaderValue::from_static("v1"));
+    }
+    if let Ok(value) = HeaderValue::from_str(session_id) {
+        headers.insert("x-session-id", value);
+    }
+    if let Some(value) = run_id.and_then(|r| HeaderValue::from_str(r).ok()) {
+        headers.insert("x-run-id", value);
+    }
+    response
+}
+
+/// Start or resume a run and stream its events.
+#[utoipa::path(
+    post,
+    path = "/api/agent/execute",
+    tag = "agent",
+    params(FormatQuery),
+    request_body = ExecuteRequest,
+    responses(
+        (status = 200, description = "The run's events (SSE, `id:` = seq; or NDJSON), ending with `execute_complete { status, pendingToolCalls, pendingApprovals }` in the native format. Headers `X-Session-Id`, `X-Run-Id`.",
+         content_type = "text/event-stream", body = String),
+        (status = 400, description = "Malformed request, new session without `context`, unknown provider, mode or protocol", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "Unknown session", body = ErrorBody),
+        (status = 409, description = "The session is running (`multitask: reject`, with `runId`), waits on tool calls, or has nothing pending", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 422, description = "A tool result or approval for an unknown call", body = ErrorBody),
+        (status = 429, description = "Rate limited (`Retry-After`)", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn execute(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Query(query): Query<FormatQuery>,
+    headers: HeaderMap,
+    JsonBody(request): JsonBody<ExecuteRequest>,
+) -> Result<Response, ApiError> {
+    let format = WireFormat::negotiate(query.protocol.as_deref(), &headers)?;
+    let started = execute::start(&state, &caller, request).await?;
+    Ok(stream_response(state, started.feed, format, &started.session_id, started.run_id.as_deref()))
+}
+
+/// The session: messages, status, pending calls, usage and cost.
+#[utoipa::path(
+    get,
+    path = "/api/agent/session/{id}",
+    tag = "agent",
+    params(("id" = String, Path, description = "The session id")),
+    responses(
+        (status = 200, description = "The session", body = SessionView),
+        (status = 400, description = "Invalid session id", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such session for this caller", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn get_session(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<SessionView>, ApiError> {
+    let Some((handle, _)) = load_owned(&state, &caller, &id).await? else {
+        return Err(ApiError::session_not_found(&id));
+    };
+    let last_event_seq = handle.last_seq();
+    let s = handle.snapshot();
+    Ok(axum::Json(SessionView {
+        pending_tool_calls: s.pending_tool_calls(),
+        pending_approvals: s.pending_approvals(),
+        run_id: s.run.as_ref().map(|r| r.run_id.clone()),
+        last_event_seq: last_event_seq.max(s.last_event_seq),
+        id: s.id,
+        status: s.status,
+        provider: s.provider,
+        model: s.model,
+        system_prompt: s.system_prompt,
+        tools: s.tools,
+        messages: s.messages,
+        usage: s.usage,
+        cost: s.cost,
+        step_count: s.step_count,
+        created_at: s.created_at,
+        updated_at: s.updated_at,
+    }))
+}
+
+/// Attach to the session's live or last run.
+#[utoipa::path(
+    get,
+    path = "/api/agent/session/{id}/stream",
+    tag = "agent",
+    params(
+        ("id" = String, Path, description = "The session id"),
+        ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event seq: no gap, no duplicate"),
+        StreamQuery,
+    ),
+    responses(
+        (status = 200, description = "The run's events from its start (or after the cursor) to its end", content_type = "text/event-stream", body = String),
+        (status = 400, description = "Invalid id, cursor or protocol", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such session for this caller", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn attach(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    Query(query): Query<StreamQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let format = WireFormat::negotiate(query.protocol.as_deref(), &headers)?;
+    let header = headers.get("last-event-id").map(|v| v.to_str().unwrap_or("?").to_string());
+    let seen = match header.or(query.after) {
+        None => None,
+        Some(text) => Some(text.trim().parse::<u64>().map_err(|_| {
+            ApiError::bad_request(
+                "invalid_cursor",
+                format!("Last-Event-ID / after must be an event seq (a number), not {text:?}"),
+            )
+        })?),
+    };
+    let feed = execute::attach(&state, &caller, &id, seen).await?;
+    Ok(stream_response(state, feed, format, &id, None))
+}
+
+/// Abort the session's run.
+#[utoipa::path(
+    post,
+    path = "/api/agent/session/{id}/abort",
+    tag = "agent",
+    params(("id" = String, Path, description = "The session id")),
+    responses(
+        (status = 200, description = "Aborted: every attached stream ends with the aborted run's end", body = AbortResponse),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such session for this caller", body = ErrorBody),
+        (status = 409, description = "Nothing to abort", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn abort(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<AbortResponse>, ApiError> {
+    execute::abort(&state, &caller, &id).await?;
+    Ok(axum::Json(AbortResponse { aborted: true }))
+}
+
+/// The caller's sessions, most recently updated first.
+#[utoipa::path(
+    get,
+    path = "/api/agent/sessions",
+    tag = "agent",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "Session heads", body = SessionList),
+        (status = 400, description = "Invalid limit", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn list_sessions(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Query(query): Query<ListQuery>,
+) -> Result<axum::Json<SessionList>, ApiError> {
+    let limit = match query.limit.as_deref() {
+        None => 100,
+        Some(text) => {
+            text.trim().parse::<usize>().ok().filter(|n| (1..=1000).contains(n)).ok_or_else(
+                || ApiError::bad_request("invalid_limit", "limit must be a number from 1 to 1000"),
+            )?
+        }
+    };
+    let sessions = state.agent.list_sessions(caller.scope(), limit).await.map_err(|e| match e {
+        weft_agent::AgentError::Store(s) => ApiError::store(&s),
+        other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", other.to_string()),
+    })?;
+    Ok(axum::Json(SessionList { sessions }))
+}
+
+/// Delete a session with its messages and events (a running one is aborted first).
+#[utoipa::path(
+    delete,
+    path = "/api/agent/session/{id}",
+    tag = "agent",
+    params(("id" = String, Path, description = "The session id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 400, description = "Invalid session id", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such session for this caller", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn delete_session(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    execute::check_id(&id)?;
+    let deleted = state.agent.delete_session(&id, caller.scope()).await.map_err(|e| match e {
+        weft_agent::AgentError::Store(s) => ApiError::store(&s),
+        other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", other.to_string()),
+    })?;
+    if !deleted {
+        return Err(ApiError::session_not_found(&id));
+    }
+    state.forget(&id);
+    tracing::info!(session_id = %id, "session deleted");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/healthz", tag = "operations",
+    responses((status = 200, description = "Alive", body = Health)))]
+pub(crate) async fn healthz() -> axum::Json<Health> {
+    axum::Json(Health { status: "ok".into() })
+}
+
+/// Readiness: the session store answers.
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses(
+        (status = 200, description = "Ready", body = Health),
+        (status = 503, description = "The store does not answer", body = Health),
+    ))]
+pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> Response {
+    let Some(store) = state.agent.store() else {
+        return axum::Json(Health { status: "ok".into() }).into_response();
+    };
+    let started = std::time::Instant::now();
+    let probe =
+        tokio::time::timeout(std::time::Duration::from_secs(2), store.head("weft-readiness-probe"))
+            .await;
+    state.metrics.store_call(started.elapsed());
+    match probe {
+        Ok(Ok(_)) => axum::Json(Health { status: "ok".into() }).into_response(),
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "readiness: the store failed");
+            (StatusCode::SERVICE_UNAVAILABLE, axum::Json(Health { status: "unavailable".into() }))
+                .into_response()
+        }
+        Err(_) => {
+            tracing::warn!("readiness: the store did not answer in 2 s");
+            (StatusCode::SERVICE_UNAVAILABLE, axum::Json(Health { status: "unavailable".into() }))
+                .into_response()
+        }
+    }
+}
+
+/// Prometheus metrics (text exposition format).
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    responses((status = 200, description = "Metrics", content_type = "text/plain", body = String)))]
+pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    let mut response = Response::new(Body::from(state.metrics.render()));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    response
+}
+
+/// This API's OpenAPI description.
+#[utoipa::path(get, path = "/openapi.json", tag = "operations",
+    responses((status = 200, description = "OpenAPI 3.1", content_type = "application/json", body = Object)))]
+pub(crate) async fn openapi() -> Response {
+    match crate::openapi::document().to_json() {
+        Ok(json) => {
+            let mut response = Response::new(Body::from(json));
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            response
+        }
+        Err(error) => ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("cannot render the API description: {error}"),
+        )
+        .into_response(),
+    }
+}
+
+/// Anything else: 404 in JSON.
+pub(crate) async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
+}
+
+/// A known path with another method: 405 in JSON.
+pub(crate) async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "method not allowed here")
+}

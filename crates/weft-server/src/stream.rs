@@ -1,0 +1,254 @@
+//! Event streams to clients: the wire format a request asks for, rendering a session's events
+//! in it (SSE with `id:` = the event's seq, or NDJSON), and where a stream must start so that a
+//! client resuming after an event gets exactly what it missed.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, header};
+use futures::{Stream, StreamExt};
+use weft_agent::AbortHandle;
+use weft_core::{AgentEvent, EventRecord};
+use weft_protocol::framing::{write_ndjson, write_sse};
+use weft_protocol::{Encoder, Frame, Protocol};
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// A session's events, in seq order.
+pub(crate) type Records = Pin<Box<dyn Stream<Item = Arc<EventRecord>> + Send>>;
+
+/// How frames are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// Server-Sent Events, `id:` = seq.
+    Sse,
+    /// One JSON document per line.
+    Ndjson,
+}
+
+/// The wire format of one response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WireFormat {
+    pub(crate) protocol: Protocol,
+    pub(crate) framing: Framing,
+}
+
+impl WireFormat {
+    /// `?protocol=` wins; else `Accept: application/x-ndjson` is Loom NDJSON, and anything else
+    /// (`text/event-stream`, `*/*`, none) native SSE. The framing is NDJSON when the client
+    /// accepts it and not SSE, SSE otherwise.
+    pub(crate) fn negotiate(protocol: Option<&str>, headers: &HeaderMap) -> Result<Self, ApiError> {
+        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+        let ndjson =
+            accept.contains("application/x-ndjson") && !accept.contains("text/event-stream");
+        let framing = if ndjson { Framing::Ndjson } else { Framing::Sse };
+        let protocol = match protocol {
+            Some(name) => name
+                .parse::<Protocol>()
+                .map_err(|e| ApiError::bad_request("unknown_protocol", e.to_string()))?,
+            None if ndjson => Protocol::Loom,
+            None => Protocol::Native,
+        };
+        Ok(Self { protocol, framing })
+    }
+
+    pub(crate) fn content_type(self) -> &'static str {
+        match self.framing {
+            Framing::Sse => "text/event-stream",
+            Framing::Ndjson => "application/x-ndjson",
+        }
+    }
+}
+
+/// Renders records in one format, keeping the encoder's per-stream state.
+pub(crate) struct Renderer {
+    encoder: Box<dyn Encoder>,
+    frames: Vec<Frame>,
+}
+
+impl Renderer {
+    pub(crate) fn new(protocol: Protocol) -> Self {
+        Self { encoder: protocol.encoder(), frames: Vec::new() }
+    }
+
+    /// Feeds an event the client has already seen: the encoder's state moves on, nothing is
+    /// written (so a resumed stream renders the rest exactly as the first one would have).
+    pub(crate) fn prime(&mut self, record: &EventRecord) {
+        weft_protocol::encode(self.encoder.as_mut(), record.seq, &record.event, &mut self.frames);
+        self.frames.clear();
+    }
+
+    /// The frames of one event.
+    pub(crate) fn frames(&mut self, record: &EventRecord) -> std::vec::Drain<'_, Frame> {
+        self.frames.clear();
+        weft_protocol::encode(self.encoder.as_mut(), record.seq, &record.event, &mut self.frames);
+        self.frames.drain(..)
+    }
+
+    /// The format's closing frames.
+    pub(crate) fn finish(&mut self) -> std::vec::Drain<'_, Frame> {
+        self.frames.clear();
+        self.encoder.finish(&mut self.frames);
+        self.frames.drain(..)
+    }
+}
+
+fn write(framing: Framing, frame: &Frame, out: &mut String) {
+    match framing {
+        Framing::Sse => write_sse(frame, out),
+        Framing::Ndjson => write_ndjson(frame, out),
+    }
+}
+
+/// Aborts a run when its stream is dropped before the run's end (`onDisconnect: "cancel"`).
+pub(crate) struct CancelOnDrop {
+    abort: Option<AbortHandle>,
+}
+
+impl CancelOnDrop {
+    pub(crate) fn new(abort: AbortHandle) -> Self {
+        Self { abort: Some(abort) }
+    }
+
+    /// The run ended: nothing to cancel any more.
+    pub(crate) fn disarm(&mut self) {
+        self.abort = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(abort) = self.abort.take() {
+            tracing::info!("the client went away: aborting its run (onDisconnect: cancel)");
+            abort.abort();
+        }
+    }
+}
+
+/// Counts a stream client while it is open.
+pub(crate) struct ClientGauge(Arc<AppState>);
+
+impl ClientGauge {
+    pub(crate) fn new(state: Arc<AppState>) -> Self {
+        state.metrics.stream_opened();
+        Self(state)
+    }
+}
+
+impl Drop for ClientGauge {
+    fn drop(&mut self) {
+        self.0.metrics.stream_closed();
+    }
+}
+
+/// What a stream sends: `records` from their start, those with seq up to `seen` only primed
+/// into the encoder (the client has them).
+pub(crate) struct Feed {
+    pub(crate) records: Records,
+    pub(crate) seen: u64,
+    pub(crate) cancel: Option<CancelOnDrop>,
+}
+
+/// Renders a feed as an HTTP body: frames as they come, SSE keep-alive comments while idle, the
+/// format's closing frames at the end; ends early when the server shuts down.
+pub(crate) fn body(state: Arc<AppState>, feed: Feed, format: WireFormat) -> Body {
+    let stream = async_stream::stream! {
+        let Feed { mut records, seen, mut cancel } = feed;
+        let _gauge = ClientGauge::new(Arc::clone(&state));
+        let mut renderer = Renderer::new(format.protocol);
+        let mut keep_alive = tokio::time::interval(state.settings.keep_alive);
+        keep_alive.tick().await;
+        let closing = state.closing.clone();
+        loop {
+            let record = tokio::select! {
+                record = records.next() => record,
+                _ = keep_alive.tick() => {
+                    if format.framing == Framing::Sse {
+                        yield Ok::<Bytes, std::convert::Infallible>(Bytes::from_static(b": keep-alive\n\n"));
+                    }
+                    continue;
+                }
+                () = closing.cancelled() => break,
+            };
+            let Some(record) = record else { break };
+            if record.seq <= seen {
+                renderer.prime(&record);
+                continue;
+            }
+            let ended = matches!(record.event, AgentEvent::SessionEnd { .. });
+            let mut out = String::new();
+            for frame in renderer.frames(&record) {
+                write(format.framing, &frame, &mut out);
+            }
+            state.metrics.events(1);
+            if ended && let Some(cancel) = cancel.as_mut() {
+                cancel.disarm();
+            }
+            if !out.is_empty() {
+                yield Ok(Bytes::from(out));
+            }
+            keep_alive.reset();
+        }
+        let mut out = String::new();
+        for frame in renderer.finish() {
+            write(format.framing, &frame, &mut out);
+        }
+        if !out.is_empty() {
+            yield Ok(Bytes::from(out));
+        }
+        drop(cancel);
+    };
+    Body::from_stream(stream)
+}
+
+/// Where to subscribe to a session's log so that the stream is one run's, from its start: the
+/// seq of the `session_end` that precedes the run (0 for the first run).
+///
+/// With a cursor (the client saw every event up to `seen`): the run `seen` belongs to, which is
+/// the one after the last `session_end` at or before `seen`. Without one: the run under way when
+/// `running`, else the last run. Every `session_end` is in the store before anyone sees it, so
+/// the store answers exactly; what this server has scanned is kept per session.
+pub(crate) async fn run_start(
+    state: &AppState,
+    session_id: &str,
+    seen: Option<u64>,
+    running: bool,
+) -> Result<u64, ApiError> {
+    let ends = scan_ends(state, session_id).await?;
+    Ok(match seen {
+        Some(seen) => ends.iter().rev().find(|end| **end <= seen).copied().unwrap_or(0),
+        None if running => ends.last().copied().unwrap_or(0),
+        None => {
+            let mut last_two = ends.iter().rev();
+            let _last = last_two.next();
+            last_two.next().copied().unwrap_or(0)
+        }
+    })
+}
+
+/// The seqs of the session's `session_end` events, read from the store past what was scanned
+/// before. A run's `session_end` is stored before anyone is shown it, and this process reports a
+/// session not running only after its run published its end: the store has every end needed.
+async fn scan_ends(state: &AppState, session_id: &str) -> Result<Vec<u64>, ApiError> {
+    let Some(store) = state.agent.store().cloned() else { return Ok(Vec::new()) };
+    let (mut scanned, mut ends) = {
+        let cache = state.ends.lock().unwrap_or_else(|e| e.into_inner());
+        cache.get(session_id).cloned().unwrap_or_default()
+    };
+    loop {
+        let started = std::time::Instant::now();
+        let page =
+            store.read_events(session_id, scanned, 1024).await.map_err(|e| ApiError::store(&e))?;
+        state.metrics.store_call(started.elapsed());
+        let Some(last) = page.last() else { break };
+        scanned = last.seq;
+        ends.extend(
+            page.iter().filter(|r| matches!(r.event, AgentEvent::SessionEnd { .. })).map(|r| r.seq),
+        );
+    }
+    let mut cache = state.ends.lock().unwrap_or_else(|e| e.into_inner());
+    cache.insert(session_id.to_string(), (scanned, ends.clone()));
+    Ok(ends)
+}

@@ -1,0 +1,80 @@
+//! Health, readiness, metrics and the OpenAPI description.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn health_readiness_and_metrics() {
+    let server = start(weather_script()).await;
+    let health: Value = server.get("/healthz", None).send().await.unwrap().json().await.unwrap();
+    assert_eq!(health["status"], "ok");
+    let ready = server.get("/readyz", None).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
+
+    let (id, _) = server.execute(json!({"input": user("Weather?"), "context": {}})).await;
+    server.settled(&id).await;
+    let _ = server.get("/api/agent/session/nope", None).send().await.unwrap();
+    let mut text = String::new();
+    for _ in 0..100 {
+        let response = server.get("/metrics", None).send().await.unwrap();
+        assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/plain"));
+        text = response.text().await.unwrap();
+        if text.contains("weft_runs_finished_total{status=\"completed\"} 1") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    for expected in [
+        "weft_runs_finished_total{status=\"completed\"} 1",
+        "weft_runs_active 0",
+        "weft_tokens_total{kind=\"input\"} 100",
+        "weft_http_responses_total{status=\"404\"} 1",
+        "weft_stream_clients 0",
+        "# TYPE weft_store_seconds summary",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+    }
+    let events = text
+        .lines()
+        .find_map(|l| l.strip_prefix("weft_events_streamed_total "))
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap();
+    assert!(events > 10, "{events}");
+}
+
+#[tokio::test]
+async fn openapi_describes_every_endpoint() {
+    let server = start(weather_script()).await;
+    let doc: Value = server.get("/openapi.json", None).send().await.unwrap().json().await.unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    let paths = doc["paths"].as_object().unwrap();
+    for (path, method) in [
+        ("/api/agent/execute", "post"),
+        ("/api/agent/session/{id}", "get"),
+        ("/api/agent/session/{id}", "delete"),
+        ("/api/agent/session/{id}/stream", "get"),
+        ("/api/agent/session/{id}/abort", "post"),
+        ("/api/agent/sessions", "get"),
+        ("/api/agent/ws", "get"),
+        ("/healthz", "get"),
+        ("/readyz", "get"),
+        ("/metrics", "get"),
+        ("/openapi.json", "get"),
+    ] {
+        assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing");
+    }
+    assert_eq!(paths.len(), 10, "an endpoint is described that the router does not have");
+    let execute = &paths["/api/agent/execute"]["post"];
+    for status in ["200", "400", "401", "404", "409", "413", "422", "429"] {
+        assert!(execute["responses"].get(status).is_some(), "execute lacks {status}");
+    }
+    let request = &doc["components"]["schemas"]["ExecuteRequest"];
+    assert_eq!(request["required"], json!(["input"]));
+    assert!(request["properties"].get("sessionId").is_some());
+    assert!(
+        doc["components"]["schemas"]["ExecuteOptions"]["properties"].get("multitask").is_some()
+    );
+}

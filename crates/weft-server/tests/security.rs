@@ -1,0 +1,206 @@
+//! Keys and owners, limits, and errors that say what the client got wrong.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+const ALICE: &str = "alice-key-0001";
+const BOB: &str = "bob-key-000002";
+
+async fn keyed(settings: impl FnOnce(&mut weft_server::Settings)) -> TestServer {
+    start_with(
+        weather_script(),
+        |b| b,
+        |s| {
+            s.api_keys = weft_server::parse_api_keys(&format!("{ALICE}=alice,{BOB}=bob")).unwrap();
+            settings(s);
+        },
+    )
+    .await
+}
+
+async fn error_of(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn keys_are_required_and_owners_see_only_their_sessions() {
+    let server = keyed(|_| {}).await;
+    let body = json!({"input": user("Weather?"), "context": {"tools": [remote_weather_tool()]}});
+    let (status, error) = error_of(
+        server.client.post(server.url("/api/agent/execute")).json(&body).send().await.unwrap(),
+    )
+    .await;
+    assert_eq!((status, error["error"]["code"].as_str()), (401, Some("unauthorized")));
+    let response =
+        server.post("/api/agent/execute", Some("wrong-key-000")).json(&body).send().await.unwrap();
+    assert_eq!(response.status(), 401);
+    assert_eq!(response.headers()["www-authenticate"], "Bearer");
+
+    let response = server.post("/api/agent/execute", Some(ALICE)).json(&body).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let id = session_header(&response);
+    let _ = response.text().await.unwrap();
+
+    // Bob: 404 for read, attach, resume, abort and delete; his list is empty.
+    let paths = [
+        server.get(&format!("/api/agent/session/{id}"), Some(BOB)),
+        server.get(&format!("/api/agent/session/{id}/stream"), Some(BOB)),
+        server.post(&format!("/api/agent/session/{id}/abort"), Some(BOB)),
+        server.delete(&format!("/api/agent/session/{id}"), Some(BOB)),
+        server.post("/api/agent/execute", Some(BOB)).json(&json!({"sessionId": id,
+            "input": [{"role": "toolResult", "toolCallId": "call-1", "toolName": "get_weather",
+                       "content": "stolen"}]})),
+        // Even with a context, the id stays Alice's.
+        server.post("/api/agent/execute", Some(BOB)).json(&json!({"sessionId": id,
+            "input": user("mine now"), "context": {}})),
+    ];
+    for request in paths {
+        let (status, error) = error_of(request.send().await.unwrap()).await;
+        assert_eq!(status, 404, "{error}");
+        assert_eq!(error["error"]["code"], "session_not_found");
+    }
+    let list: Value =
+        server.get("/api/agent/sessions", Some(BOB)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(list["sessions"], json!([]));
+    let list: Value =
+        server.get("/api/agent/sessions", Some(ALICE)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(list["sessions"][0]["id"], id.as_str());
+    assert_eq!(list["sessions"][0]["owner"], "alice");
+
+    // Alice's session was untouched; she can finish and delete it.
+    let response = server
+        .post("/api/agent/execute", Some(ALICE))
+        .json(&json!({"sessionId": id, "input": [{"role": "toolResult", "toolCallId": "call-1",
+            "toolName": "get_weather", "content": "Sunny"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let _ = response.text().await.unwrap();
+    let deleted =
+        server.delete(&format!("/api/agent/session/{id}"), Some(ALICE)).send().await.unwrap();
+    assert_eq!(deleted.status(), 204);
+    let gone = server.get(&format!("/api/agent/session/{id}"), Some(ALICE)).send().await.unwrap();
+    assert_eq!(gone.status(), 404);
+    // Operations endpoints need no key.
+    assert_eq!(server.client.get(server.url("/healthz")).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn rate_limits_are_per_key_with_retry_after() {
+    let server = keyed(|s| {
+        s.requests_per_minute = 6;
+        s.burst = 2;
+    })
+    .await;
+    for _ in 0..2 {
+        let response = server.get("/api/agent/sessions", Some(ALICE)).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    let response = server.get("/api/agent/sessions", Some(ALICE)).send().await.unwrap();
+    assert_eq!(response.status(), 429);
+    let wait: u64 = response.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=10).contains(&wait), "{wait}");
+    let (_, error) = error_of(response).await;
+    assert_eq!(error["error"]["code"], "rate_limited");
+    assert!(!error.to_string().contains(ALICE), "the key leaked");
+    // Bob has his own bucket.
+    let response = server.get("/api/agent/sessions", Some(BOB)).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+#[tokio::test]
+async fn client_mistakes_are_4xx_with_json_bodies() {
+    let server = start_with(weather_script(), |b| b, |s| s.body_bytes = 2048).await;
+    let execute = |body: String| {
+        server
+            .post("/api/agent/execute", None)
+            .header("content-type", "application/json")
+            .body(body)
+    };
+    let (status, error) =
+        error_of(execute("{\"input\": {\"role\": \"user\",".into()).send().await.unwrap()).await;
+    assert_eq!(status, 400);
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("malformed JSON at line 1 column"), "{message}");
+
+    let (status, error) = error_of(
+        execute(
+            json!({"input": user("hi"), "context": {}, "options": {"multitask": "sometimes"}})
+                .to_string(),
+        )
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(error["error"]["message"].as_str().unwrap().contains("options.multitask"), "{error}");
+
+    let big = json!({"input": user(&"x".repeat(4096)), "context": {}}).to_string();
+    let (status, error) = error_of(execute(big).send().await.unwrap()).await;
+    assert_eq!(status, 413);
+    assert_eq!(error["error"]["code"], "body_too_large");
+
+    let (status, error) =
+        error_of(server.get("/api/agent/session/bad%20id", None).send().await.unwrap()).await;
+    assert_eq!((status, error["error"]["code"].as_str()), (400, Some("invalid_session_id")));
+    let (status, _) =
+        error_of(server.get("/api/agent/sessions?limit=0", None).send().await.unwrap()).await;
+    assert_eq!(status, 400);
+    let (status, error) = error_of(server.get("/api/nothing", None).send().await.unwrap()).await;
+    assert_eq!((status, error["error"]["code"].as_str()), (404, Some("not_found")));
+    let (status, _) =
+        error_of(server.client.put(server.url("/api/agent/execute")).send().await.unwrap()).await;
+    assert_eq!(status, 405);
+    let (status, _) = error_of(server.get("/api/agent/ws", None).send().await.unwrap()).await;
+    assert_eq!(status, 400, "a plain GET of the WebSocket endpoint");
+}
+
+#[tokio::test]
+async fn without_keys_only_loopback_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = weft_store::connect(&format!("sqlite:{}", dir.path().join("w.db").display()))
+        .await
+        .unwrap();
+    let agent = weft_agent::Agent::builder(weft_llm::faux::FauxProvider::new(weather_script()))
+        .store(store)
+        .build()
+        .unwrap();
+    let server = weft_server::Server::new(agent, weft_server::Settings::new("faux"));
+    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let error = server.serve(listener, std::future::pending()).await.unwrap_err();
+    assert!(error.to_string().starts_with("refusing to listen on 0.0.0.0:"), "{error}");
+}
+
+#[tokio::test]
+async fn cors_follows_the_configuration() {
+    let server = start_with(
+        weather_script(),
+        |b| b,
+        |s| {
+            s.cors_origins = vec!["http://app.example".into()];
+        },
+    )
+    .await;
+    let response = server
+        .client
+        .request(reqwest::Method::OPTIONS, server.url("/api/agent/execute"))
+        .header("Origin", "http://app.example")
+        .header("Access-Control-Request-Method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["access-control-allow-origin"], "http://app.example");
+    let response = server
+        .get("/api/agent/sessions", None)
+        .header("Origin", "http://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert!(response.headers().get("access-control-allow-origin").is_none());
+}
