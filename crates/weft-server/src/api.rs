@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use weft_core::{Cost, Input, Message, SessionStatus, ToolCall, ToolSpec, Usage};
+use weft_core::{Cost, History, Input, Message, SessionStatus, ToolCall, ToolSpec, Usage};
 
 use crate::error::ApiError;
 
@@ -123,9 +123,9 @@ pub struct SessionView {
     /// Its tools (remote ones: the client runs them).
     #[schema(value_type = Vec<Object>)]
     pub tools: Vec<ToolSpec>,
-    /// The whole conversation.
+    /// The whole conversation (shared with the session, not copied).
     #[schema(value_type = Vec<Object>)]
-    pub messages: Vec<Message>,
+    pub messages: History,
     /// Calls waiting for remote results.
     #[schema(value_type = Vec<Object>)]
     pub pending_tool_calls: Vec<ToolCall>,
