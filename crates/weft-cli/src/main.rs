@@ -37,7 +37,7 @@ use weft_agent::{
     SessionOptions,
 };
 use weft_core::store::SessionHead;
-use weft_core::{AgentEvent, Input, SessionStatus, SessionStore, ToolCall};
+use weft_core::{EventRecord, Input, SessionStatus, SessionStore, ToolCall};
 use weft_llm::config;
 use weft_llm::faux::{FauxProvider, FauxScript};
 use weft_llm::http::{HttpClient, RetryPolicy, Timeouts};
@@ -505,7 +505,7 @@ fn run_command(args: RunArgs) -> Result<(), Failure> {
         };
         let started = Instant::now();
         let agent = &setup.agent;
-        let mut stream = agent.execute(&session, Input::text(args.prompt.clone())).await.map_err(
+        let stream = agent.execute(&session, Input::text(args.prompt.clone())).await.map_err(
             |e| match e {
                 // The session's own reasons, as they are.
                 ExecuteError::AwaitingToolCalls { .. } | ExecuteError::AlreadyRunning(_) => {
@@ -516,6 +516,8 @@ fn run_command(args: RunArgs) -> Result<(), Failure> {
         )?;
         term::eprint_line(&format!("session: {}", sanitize::visible(&session.id())));
         let abort = stream.abort_handle();
+        // The log's own records: nothing is copied on the way to the output.
+        let mut stream = stream.records();
         let mut spinner = Spinner::for_stderr();
         let driven =
             drive(&mut stream, || abort.abort(), sink.as_mut(), &mut signals, &mut spinner).await;
@@ -714,7 +716,7 @@ enum Driven {
 
 /// What woke [`drive`] up while the run had nothing to say.
 enum Wake {
-    Event(Option<AgentEvent>),
+    Event(Option<Arc<EventRecord>>),
     Signal(Signal),
     Tick,
 }
@@ -731,7 +733,7 @@ async fn drive<S>(
     spinner: &mut Spinner,
 ) -> io::Result<Driven>
 where
-    S: Stream<Item = AgentEvent> + Unpin,
+    S: Stream<Item = Arc<EventRecord>> + Unpin,
 {
     let mut signalled = None;
     let driven = loop {
@@ -764,9 +766,9 @@ where
                 }
             }
         };
-        let Some(event) = event else { break Driven::Ended(signalled) };
-        spinner.observe(&event);
-        sink.event(&event)?;
+        let Some(record) = event else { break Driven::Ended(signalled) };
+        spinner.observe(&record.event);
+        sink.event(record.seq, &record.event)?;
     };
     spinner.erase();
     sink.finish()?;
@@ -820,6 +822,8 @@ fn describe(calls: &[ToolCall]) -> String {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+
+    use weft_core::AgentEvent;
 
     use super::*;
 
@@ -918,7 +922,7 @@ mod tests {
     }
 
     impl Sink for Recorder {
-        fn event(&mut self, event: &AgentEvent) -> io::Result<()> {
+        fn event(&mut self, _seq: u64, event: &AgentEvent) -> io::Result<()> {
             self.events.push(event.kind());
             Ok(())
         }
@@ -944,7 +948,17 @@ mod tests {
             },
             AgentEvent::TextStart { index: 0 },
         ];
-        let mut stream = futures::stream::iter(events);
+        let mut stream = futures::stream::iter((1..).zip(events).map(|(seq, event)| {
+            Arc::new(EventRecord {
+                session_id: "s".into(),
+                run_id: "r".into(),
+                seq,
+                node_id: None,
+                at: 0,
+                event,
+                messages: None,
+            })
+        }));
         let mut sink = Recorder::default();
         let mut signals = Signals::new();
         let driven =
@@ -959,7 +973,7 @@ mod tests {
     async fn a_second_signal_abandons_the_run_and_still_finishes_the_output() {
         let mut signals = Signals::new();
         // A run that never ends, even aborted.
-        let mut stream = futures::stream::pending::<AgentEvent>();
+        let mut stream = futures::stream::pending::<Arc<EventRecord>>();
         let mut sink = Recorder::default();
         let aborts = std::sync::atomic::AtomicUsize::new(0);
         let abort = || {

@@ -23,7 +23,7 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
-use weft_protocol::{Encoder, Frame, Protocol, framing};
+use weft_protocol::{Encoder, Framing, Protocol};
 
 use weft_core::{AgentEvent, Message, ToolCall};
 
@@ -41,8 +41,8 @@ const INDENT: &str = "  ";
 
 /// Where run events go.
 pub(crate) trait Sink {
-    /// Shows one event.
-    fn event(&mut self, event: &AgentEvent) -> io::Result<()>;
+    /// Shows one event, the session's event `seq`.
+    fn event(&mut self, seq: u64, event: &AgentEvent) -> io::Result<()>;
 
     /// Ends an unfinished line, so what follows (a shell prompt, an error) starts on its own.
     fn finish(&mut self) -> io::Result<()> {
@@ -59,43 +59,38 @@ pub(crate) trait Sink {
     }
 }
 
-/// Each event in a wire format, one JSON object per line.
+/// Each event in a wire format, one JSON object per line, written straight into one reused
+/// buffer ([`Encoder::encode_to`]).
 pub(crate) struct JsonLines<W: Write> {
     out: W,
     encoder: Box<dyn Encoder>,
-    frames: Vec<Frame>,
-    line: String,
+    buf: Vec<u8>,
 }
 
 impl<W: Write> JsonLines<W> {
     /// Writes `protocol`'s frames to `out`.
     pub(crate) fn new(out: W, protocol: Protocol) -> Self {
-        Self { out, encoder: protocol.encoder(), frames: Vec::new(), line: String::new() }
+        Self { out, encoder: protocol.encoder(), buf: Vec::with_capacity(1 << 12) }
     }
 
-    fn write_frames(&mut self) -> io::Result<()> {
-        for frame in self.frames.drain(..) {
-            // Terminal markers that are not JSON objects (the Vercel stream's `[DONE]`) belong
-            // to SSE framing; JSON lines carry objects only.
-            if frame.is_json() {
-                self.line.clear();
-                framing::write_ndjson(&frame, &mut self.line);
-                self.out.write_all(self.line.as_bytes())?;
-            }
-        }
-        Ok(())
+    fn write_buf(&mut self) -> io::Result<()> {
+        let written = self.out.write_all(&self.buf);
+        self.buf.clear();
+        written
     }
 }
 
 impl<W: Write> Sink for JsonLines<W> {
-    fn event(&mut self, event: &AgentEvent) -> io::Result<()> {
-        self.encoder.encode(event, &mut self.frames);
-        self.write_frames()
+    fn event(&mut self, seq: u64, event: &AgentEvent) -> io::Result<()> {
+        // NDJSON framing: terminal markers that are not JSON objects (the Vercel stream's
+        // `[DONE]`) belong to SSE and are left out.
+        self.encoder.encode_to(seq, event, Framing::Ndjson, &mut self.buf);
+        self.write_buf()
     }
 
     fn finish(&mut self) -> io::Result<()> {
-        self.encoder.finish(&mut self.frames);
-        self.write_frames()
+        self.encoder.finish_to(Framing::Ndjson, &mut self.buf);
+        self.write_buf()
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -324,7 +319,7 @@ impl<W: Write> Renderer<W> {
 }
 
 impl<W: Write> Sink for Renderer<W> {
-    fn event(&mut self, event: &AgentEvent) -> io::Result<()> {
+    fn event(&mut self, _seq: u64, event: &AgentEvent) -> io::Result<()> {
         match event {
             AgentEvent::ThinkingStart { .. } => self.enter(Section::Thinking),
             AgentEvent::ThinkingDelta { delta, .. } => {
@@ -401,7 +396,7 @@ mod tests {
     fn render(color: bool, events: &[AgentEvent]) -> String {
         let mut r = Renderer::new(Vec::new(), color);
         for e in events {
-            r.event(e).unwrap();
+            r.event(0, e).unwrap();
         }
         String::from_utf8(r.into_inner()).unwrap()
     }
@@ -641,8 +636,8 @@ mod tests {
     fn json_lines_are_the_protocols_frames_one_per_line() {
         let events = thinking_then_text();
         let mut sink = JsonLines::new(Vec::new(), Protocol::Native);
-        for e in &events {
-            sink.event(e).unwrap();
+        for (seq, e) in (1..).zip(&events) {
+            sink.event(seq, e).unwrap();
         }
         sink.finish().unwrap();
         let text = String::from_utf8(sink.out).unwrap();
@@ -657,8 +652,8 @@ mod tests {
 
         // The Vercel stream's `[DONE]` marker is SSE framing: JSON lines carry objects only.
         let mut sink = JsonLines::new(Vec::new(), Protocol::Vercel);
-        for e in &events {
-            sink.event(e).unwrap();
+        for (seq, e) in (1..).zip(&events) {
+            sink.event(seq, e).unwrap();
         }
         sink.finish().unwrap();
         let text = String::from_utf8(sink.out).unwrap();

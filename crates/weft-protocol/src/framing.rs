@@ -1,6 +1,67 @@
 //! Framing: frames as Server-Sent Events or NDJSON lines, and SSE text back into frames.
+//!
+//! [`write_sse`] and [`write_ndjson`] take any [`Frame`]. Encoders that write their JSON straight
+//! into the output ([`Encoder::encode_to`](crate::Encoder::encode_to)) use [`Framing::open`] and
+//! [`Framing::close`] around it instead: compact JSON from serde_json has no raw newline, so there
+//! is nothing to scan or split.
 
 use crate::Frame;
+
+/// How frames travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// Server-Sent Events: `id:` (when the frame has one), `data:`, a blank line.
+    Sse,
+    /// One JSON document per line; ids are not written, and frames that are not JSON objects
+    /// (the Vercel stream's `[DONE]`) are left out: they belong to SSE.
+    Ndjson,
+}
+
+impl Framing {
+    /// Appends `frame`'s bytes.
+    pub fn write(self, frame: &Frame, out: &mut Vec<u8>) {
+        let mut text = String::new();
+        match self {
+            Framing::Sse => write_sse(frame, &mut text),
+            Framing::Ndjson if frame.is_json() => write_ndjson(frame, &mut text),
+            Framing::Ndjson => {}
+        }
+        out.extend_from_slice(text.as_bytes());
+    }
+
+    /// Starts a frame whose compact JSON the caller writes next (`id:` first, for SSE).
+    pub fn open(self, id: Option<u64>, out: &mut Vec<u8>) {
+        if self == Framing::Sse {
+            if let Some(id) = id {
+                out.extend_from_slice(b"id: ");
+                out.extend_from_slice(itoa(id, &mut [0; 20]));
+                out.push(b'\n');
+            }
+            out.extend_from_slice(b"data: ");
+        }
+    }
+
+    /// Ends a frame started with [`open`](Self::open).
+    pub fn close(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(match self {
+            Framing::Sse => b"\n\n",
+            Framing::Ndjson => b"\n",
+        });
+    }
+}
+
+/// The decimal digits of `n`, written at the end of `buf`.
+pub(crate) fn itoa(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
 
 /// Appends `frame` as one SSE event: `id:` when the frame has one, one `data:` line per line
 /// of its text (so text with newlines survives), then a blank line.
@@ -86,6 +147,25 @@ mod tests {
             "id: 7\ndata: {\"a\":1}\n\ndata: line one\ndata: line two\n\nid: 9\ndata: [DONE]\n\n"
         );
         assert_eq!(parse_sse(&text), frames);
+    }
+
+    #[test]
+    fn open_and_close_frame_what_write_frames() {
+        for framing in [Framing::Sse, Framing::Ndjson] {
+            for id in [None, Some(0), Some(7), Some(u64::MAX)] {
+                let frame = Frame { id, data: r#"{"a":"x\ny"}"#.into() };
+                let mut direct = Vec::new();
+                framing.open(id, &mut direct);
+                direct.extend_from_slice(frame.data.as_bytes());
+                framing.close(&mut direct);
+                let mut written = Vec::new();
+                framing.write(&frame, &mut written);
+                assert_eq!(String::from_utf8(direct).unwrap(), String::from_utf8(written).unwrap());
+            }
+        }
+        let mut out = Vec::new();
+        Framing::Ndjson.write(&Frame::raw("[DONE]"), &mut out);
+        assert!(out.is_empty(), "NDJSON carries JSON objects only");
     }
 
     #[test]

@@ -29,6 +29,8 @@ pub mod vercel;
 
 use weft_core::AgentEvent;
 
+pub use framing::Framing;
+
 /// One wire message: a single JSON document (or a format's terminal marker such as `[DONE]`),
 /// with the session sequence number of the event it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +75,74 @@ pub trait Encoder: Send {
     fn finish(&mut self, out: &mut Vec<Frame>) {
         let _ = out;
     }
+
+    /// Renders one event (sequence number `seq`) straight into `out` as `framing`'s bytes: the
+    /// same bytes as [`encode`] followed by [`Framing::write`] of each frame. Formats whose
+    /// events come once per token write their JSON in place (no frame, no intermediate string);
+    /// the others go through their frames.
+    fn encode_to(&mut self, seq: u64, event: &AgentEvent, framing: Framing, out: &mut Vec<u8>) {
+        encode_via_frames(self, seq, event, framing, out);
+    }
+
+    /// [`finish`](Self::finish), written as `framing`'s bytes.
+    fn finish_to(&mut self, framing: Framing, out: &mut Vec<u8>) {
+        let mut frames = Vec::new();
+        self.finish(&mut frames);
+        for frame in &frames {
+            framing.write(frame, out);
+        }
+    }
+}
+
+/// `text` as a JSON string (quoted, escaped), appended to `out`.
+pub(crate) fn write_str(text: &str, out: &mut Vec<u8>) {
+    // Writing a string into a Vec cannot fail.
+    if serde_json::to_writer(&mut *out, text).is_err() {
+        out.extend_from_slice(b"\"\"");
+    }
+}
+
+/// [`Encoder::encode_to`] through the encoder's frames: [`encode`], then [`Framing::write`].
+pub(crate) fn encode_via_frames<E: Encoder + ?Sized>(
+    encoder: &mut E,
+    seq: u64,
+    event: &AgentEvent,
+    framing: Framing,
+    out: &mut Vec<u8>,
+) {
+    let mut frames = Vec::new();
+    encoder.encode(event, &mut frames);
+    if let Some(last) = frames.last_mut() {
+        last.id = Some(seq);
+    }
+    for frame in &frames {
+        framing.write(frame, out);
+    }
+}
+
+/// Writes `value`'s compact JSON into `out`, as one frame of `framing` with `id`. Should
+/// serialization fail (it cannot for the plain data Weft writes), what was written is taken back
+/// and the frame says so instead.
+pub(crate) fn write_json_frame(
+    framing: Framing,
+    id: Option<u64>,
+    value: &impl serde::Serialize,
+    out: &mut Vec<u8>,
+) {
+    let start = out.len();
+    framing.open(id, out);
+    if let Err(e) = serde_json::to_writer(&mut *out, value) {
+        out.truncate(start);
+        framing.write(
+            &Frame {
+                id,
+                ..Frame::json(&serde_json::json!({ "error": format!("unserializable frame: {e}") }))
+            },
+            out,
+        );
+        return;
+    }
+    framing.close(out);
 }
 
 /// The event's JSON fields, without its `type` tag (for formats that carry a canonical event's

@@ -4,11 +4,22 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use std::hash::Hasher;
+
+use fnv::FnvHasher;
 use serde::Serialize;
 use weft_core::{AgentEvent, Message, Role, ToolCall};
 
 use super::export::{Fields, export_key, json};
-use crate::{Encoder, Frame};
+use crate::framing::itoa;
+use crate::{Encoder, Frame, Framing, write_str};
+
+/// The FNV-1a hash `state` goes on to after the bytes of `text`.
+fn fnv(state: u64, text: &str) -> u64 {
+    let mut hasher = FnvHasher::with_key(state);
+    hasher.write(text.as_bytes());
+    hasher.finish()
+}
 
 /// Renders canonical [`AgentEvent`]s as Loom stream-protocol frames, with the envelope
 /// (`session_id`, `node_id`, `event_id`) on every frame and the `reply` frame closing each run.
@@ -60,10 +71,21 @@ struct OpenNode {
 #[derive(Debug)]
 struct Block {
     number: u64,
-    /// The text sent in chunks so far.
-    sent: String,
+    /// How many bytes of text the chunks sent so far.
+    sent_len: usize,
+    /// A hash of that text (FNV-1a, which reads bytes as one stream: the chunks' hash is the
+    /// whole text's), to check the block's end against it without keeping a second copy.
+    sent_hash: u64,
     /// Chunks sent.
     chunks: usize,
+}
+
+impl Block {
+    /// Whether `text` starts with what the chunks sent; the rest of it if so.
+    fn rest<'t>(&self, text: &'t str) -> Option<&'t str> {
+        let said = text.get(..self.sent_len)?;
+        (fnv(FnvHasher::default().finish(), said) == self.sent_hash).then(|| &text[self.sent_len..])
+    }
 }
 
 #[derive(Debug)]
@@ -165,18 +187,73 @@ impl LoomEncoder {
         if delta.is_empty() {
             return;
         }
+        self.note_chunk(thinking, index, delta);
+        self.chunk(thinking, number, delta, None, out);
+    }
+
+    /// Records a chunk of the open block at `index`.
+    fn note_chunk(&mut self, thinking: bool, index: u32, delta: &str) {
         if let Some(block) = self.blocks.get_mut(&(thinking, index)) {
-            block.sent.push_str(delta);
+            block.sent_len += delta.len();
+            block.sent_hash = fnv(block.sent_hash, delta);
             block.chunks += 1;
         }
-        self.chunk(thinking, number, delta, None, out);
+    }
+
+    /// A text or thinking delta written straight into `out` (the hot path of
+    /// [`Encoder::encode_to`]): the same bytes as [`Self::chunk`]'s frame, without building it.
+    fn delta_to(
+        &mut self,
+        thinking: bool,
+        index: u32,
+        delta: &str,
+        seq: u64,
+        framing: Framing,
+        out: &mut Vec<u8>,
+    ) {
+        let number = self.block(thinking, index);
+        if delta.is_empty() {
+            return;
+        }
+        self.note_chunk(thinking, index, delta);
+        self.event_id += 1;
+        let mut digits = [0; 20];
+        framing.open(Some(seq), out);
+        out.push(b'{');
+        if let Some(session_id) = &self.session_id {
+            out.extend_from_slice(b"\"session_id\":");
+            write_str(session_id, out);
+            out.push(b',');
+        }
+        let node = self.nodes.last();
+        if let Some(node) = node {
+            out.extend_from_slice(b"\"node_id\":");
+            write_str(&node.node_id, out);
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"event_id\":");
+        out.extend_from_slice(itoa(self.event_id, &mut digits));
+        out.extend_from_slice(if thinking {
+            b",\"type\":\"thought_chunk\",\"content\":"
+        } else {
+            b",\"type\":\"message_chunk\",\"content\":"
+        });
+        write_str(delta, out);
+        if let Some(node) = node {
+            out.extend_from_slice(b",\"id\":");
+            write_str(&node.name, out);
+        }
+        out.extend_from_slice(b",\"block\":");
+        out.extend_from_slice(itoa(number, &mut digits));
+        out.push(b'}');
+        framing.close(out);
     }
 
     /// The end of a text or thinking block: whatever its chunks did not say yet.
     fn block_end(&mut self, thinking: bool, index: u32, text: &str, out: &mut Vec<Frame>) {
         self.block(thinking, index);
         let Some(block) = self.blocks.remove(&(thinking, index)) else { return };
-        match text.strip_prefix(block.sent.as_str()) {
+        match block.rest(text) {
             Some(rest) if !rest.is_empty() || block.chunks == 0 => {
                 self.chunk(thinking, block.number, rest, None, out);
             }
@@ -194,7 +271,7 @@ impl LoomEncoder {
             .or_insert_with(|| {
                 let number = *next;
                 *next += 1;
-                Block { number, sent: String::new(), chunks: 0 }
+                Block { number, sent_len: 0, sent_hash: FnvHasher::default().finish(), chunks: 0 }
             })
             .number
     }
@@ -302,6 +379,21 @@ fn kind_value(kind: &str, key: &str, value: &(impl Serialize + ?Sized)) -> Strin
 }
 
 impl Encoder for LoomEncoder {
+    /// Text and thinking deltas (one per token) are written in place; other events go through
+    /// their frames.
+    fn encode_to(&mut self, seq: u64, event: &AgentEvent, framing: Framing, out: &mut Vec<u8>) {
+        let hot = !self.export && self.pending_run.is_none();
+        match event {
+            AgentEvent::TextDelta { index, delta } if hot => {
+                self.delta_to(false, *index, delta, seq, framing, out);
+            }
+            AgentEvent::ThinkingDelta { index, delta } if hot => {
+                self.delta_to(true, *index, delta, seq, framing, out);
+            }
+            _ => crate::encode_via_frames(self, seq, event, framing, out),
+        }
+    }
+
     fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
         if self.run_start(event, out) {
             return;

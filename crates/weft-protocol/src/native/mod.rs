@@ -25,8 +25,9 @@
 use serde::{Deserialize, Serialize};
 use weft_core::{AgentEvent, SessionStatus, ToolCall};
 
+use crate::framing::itoa;
 use crate::transcript::Transcript;
-use crate::{Encoder, Frame};
+use crate::{Encoder, Frame, Framing, write_json_frame, write_str};
 
 /// The `type` of the frame that closes a run.
 const EXECUTE_COMPLETE: &str = "execute_complete";
@@ -84,12 +85,10 @@ struct CompleteOut<'a> {
     pending_approvals: &'a [ToolCall],
 }
 
-impl Encoder for NativeEncoder {
-    fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
-        if !event.is_plan_event() {
-            return;
-        }
-        out.push(Frame::json(event));
+impl NativeEncoder {
+    /// Keeps what `execute_complete` needs. Returns the frame that closes the run, after a
+    /// `session_end`.
+    fn track(&mut self, event: &AgentEvent) -> Option<CompleteOut<'_>> {
         match event {
             AgentEvent::SessionStart { .. } => {
                 self.pending.clear();
@@ -103,16 +102,65 @@ impl Encoder for NativeEncoder {
                 self.pending.extend(tool_calls.iter().cloned());
             }
             AgentEvent::SessionEnd { status, .. } => {
-                out.push(Frame::json(&CompleteOut {
+                return Some(CompleteOut {
                     kind: EXECUTE_COMPLETE,
                     status: *status,
                     pending_tool_calls: &self.pending,
                     pending_approvals: &self.approvals,
-                }));
-                self.pending.clear();
-                self.approvals.clear();
+                });
             }
             _ => {}
+        }
+        None
+    }
+}
+
+impl Encoder for NativeEncoder {
+    /// Every event is one frame, serialized straight into `out`; `session_end` is followed by
+    /// `execute_complete`, which carries the id.
+    fn encode_to(&mut self, seq: u64, event: &AgentEvent, framing: Framing, out: &mut Vec<u8>) {
+        if !event.is_plan_event() {
+            return;
+        }
+        // Deltas (one per token) are written field by field: the bytes serde writes for them,
+        // without its map serializer escaping every key.
+        let delta = match event {
+            AgentEvent::TextDelta { index, delta } => Some(("text_delta", *index, delta)),
+            AgentEvent::ThinkingDelta { index, delta } => Some(("thinking_delta", *index, delta)),
+            AgentEvent::ToolcallDelta { index, delta } => Some(("toolcall_delta", *index, delta)),
+            _ => None,
+        };
+        if let Some((kind, index, delta)) = delta {
+            let mut digits = [0; 20];
+            framing.open(Some(seq), out);
+            out.extend_from_slice(b"{\"type\":\"");
+            out.extend_from_slice(kind.as_bytes());
+            out.extend_from_slice(b"\",\"index\":");
+            out.extend_from_slice(itoa(u64::from(index), &mut digits));
+            out.extend_from_slice(b",\"delta\":");
+            write_str(delta, out);
+            out.push(b'}');
+            framing.close(out);
+            return;
+        }
+        let closing = matches!(event, AgentEvent::SessionEnd { .. });
+        write_json_frame(framing, (!closing).then_some(seq), event, out);
+        if let Some(complete) = self.track(event) {
+            write_json_frame(framing, Some(seq), &complete, out);
+            self.pending.clear();
+            self.approvals.clear();
+        }
+    }
+
+    fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
+        if !event.is_plan_event() {
+            return;
+        }
+        out.push(Frame::json(event));
+        if let Some(complete) = self.track(event) {
+            out.push(Frame::json(&complete));
+            self.pending.clear();
+            self.approvals.clear();
         }
     }
 }
