@@ -296,7 +296,7 @@ function turnEnded(message, t) {
         view.assistant?.append(el("div", { class: "msg error" }, `${message.stopReason}${message.errorMessage ? `: ${message.errorMessage}` : ""}`));
     }
     if (view.modelStart !== undefined) {
-        view.timeline.push({ label: `model ${message.model}`, kind: "model", start: view.modelStart, end: t });
+        view.timeline.push({ label: `model call #${view.turn}`, kind: "model", start: view.modelStart, end: t });
         view.modelStart = undefined;
         drawTimeline();
     }
@@ -309,9 +309,9 @@ function drawTimeline() {
     const start = Math.min(...view.timeline.map((s) => s.start));
     const end = Math.max(...view.timeline.map((s) => s.end), start + 1);
     for (const span of view.timeline) {
-        const row = el("div", { class: `row ${span.kind}` });
+        const row = el("div", { class: `row span-${span.kind}` });
         const ms = Math.max(0, Math.round(span.end - span.start));
-        row.append(el("span", { class: "label", title: span.label }, `${span.label} ${ms} ms`));
+        row.append(el("span", { class: "label", title: span.label }, `${span.label} · ${ms} ms`));
         const track = el("div", { class: "track" });
         const bar = el("div", { class: "bar" });
         bar.style.left = `${((span.start - start) / (end - start)) * 100}%`;
@@ -387,8 +387,10 @@ function saveLog() {
 function record(event, seq) {
     const t = Date.now();
     const entry = { t, e: event };
-    if (seq !== undefined)
+    if (seq !== undefined) {
         entry.s = seq;
+        view.lastSeq = seq;
+    }
     view.log.push(entry);
     apply(event, t);
     saveTimer ??= setTimeout(saveLog, 100);

@@ -342,7 +342,7 @@ function turnEnded(message: AssistantMessage, t: number): void {
     view.assistant?.append(el("div", { class: "msg error" }, `${message.stopReason}${message.errorMessage ? `: ${message.errorMessage}` : ""}`));
   }
   if (view.modelStart !== undefined) {
-    view.timeline.push({ label: `model ${message.model}`, kind: "model", start: view.modelStart, end: t });
+    view.timeline.push({ label: `model call #${view.turn}`, kind: "model", start: view.modelStart, end: t });
     view.modelStart = undefined;
     drawTimeline();
   }
@@ -355,9 +355,9 @@ function drawTimeline(): void {
   const start = Math.min(...view.timeline.map((s) => s.start));
   const end = Math.max(...view.timeline.map((s) => s.end), start + 1);
   for (const span of view.timeline) {
-    const row = el("div", { class: `row ${span.kind}` });
+    const row = el("div", { class: `row span-${span.kind}` });
     const ms = Math.max(0, Math.round(span.end - span.start));
-    row.append(el("span", { class: "label", title: span.label }, `${span.label} ${ms} ms`));
+    row.append(el("span", { class: "label", title: span.label }, `${span.label} · ${ms} ms`));
     const track = el("div", { class: "track" });
     const bar = el("div", { class: "bar" });
     bar.style.left = `${((span.start - start) / (end - start)) * 100}%`;
@@ -432,7 +432,10 @@ function saveLog(): void {
 function record(event: NativeEvent, seq: number | undefined): void {
   const t = Date.now();
   const entry: Logged = { t, e: event };
-  if (seq !== undefined) entry.s = seq;
+  if (seq !== undefined) {
+    entry.s = seq;
+    view.lastSeq = seq;
+  }
   view.log.push(entry);
   apply(event, t);
   saveTimer ??= setTimeout(saveLog, 100);
