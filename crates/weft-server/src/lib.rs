@@ -14,6 +14,7 @@
 //! | `GET /api/agent/sessions`, `DELETE /api/agent/session/{id}` | list / delete the caller's sessions |
 //! | `GET /api/agent/ws` | the same over WebSocket text frames (see the `ws` module source) |
 //! | `GET /healthz`, `GET /readyz`, `GET /metrics`, `GET /openapi.json` | liveness, readiness (the store answers), Prometheus metrics, the API description |
+//! | `GET /`, `GET /playground/{file}` | the web playground (`clients/typescript`, embedded) |
 //!
 //! Streams are in the format `?protocol=native|loom|loom-export|aceai|ag-ui|vercel` asks for,
 //! else by `Accept` (`application/x-ndjson`: Loom NDJSON; otherwise native SSE). In SSE every
@@ -46,6 +47,7 @@ mod error;
 mod execute;
 mod metrics;
 mod openapi;
+mod playground;
 mod routes;
 mod stream;
 mod ws;
@@ -168,6 +170,7 @@ impl Server {
         let request_id = HeaderName::from_static("x-request-id");
         Router::new()
             .merge(api)
+            .merge(playground::routes())
             .route("/healthz", get(routes::healthz))
             .route("/readyz", get(routes::readyz))
             .route("/metrics", get(routes::metrics))

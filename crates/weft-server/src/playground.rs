@@ -1,0 +1,65 @@
+//! The web playground: the page at `/` and its assets under `/playground/`. They are the
+//! committed build of `clients/typescript` (its `playground/` page and the compiled `dist/`
+//! modules), embedded in the binary: nothing is read from disk and nothing is built at
+//! `cargo build` time. The page talks to the API like any other client (its API key, if any, is
+//! typed into the page), so these routes need no key.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::Path;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+macro_rules! client_file {
+    ($path:literal) => {
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../clients/typescript/", $path))
+    };
+}
+
+const INDEX: &str = client_file!("playground/index.html");
+
+/// The assets under `/playground/`: name, content type, content.
+const ASSETS: [(&str, &str, &str); 4] = [
+    ("style.css", "text/css; charset=utf-8", client_file!("playground/style.css")),
+    ("playground.js", "text/javascript; charset=utf-8", client_file!("dist/playground.js")),
+    ("client.js", "text/javascript; charset=utf-8", client_file!("dist/client.js")),
+    ("sse.js", "text/javascript; charset=utf-8", client_file!("dist/sse.js")),
+];
+
+/// Only the page's own scripts and styles; it talks to this origin only.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+                   img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// `GET /` and `GET /playground/{file}`.
+pub(crate) fn routes() -> Router<Arc<AppState>> {
+    Router::new().route("/", get(index)).route("/playground/{file}", get(asset))
+}
+
+fn respond(content_type: &'static str, body: &'static str) -> Response {
+    let mut response = body.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    response
+}
+
+async fn index() -> Response {
+    respond("text/html; charset=utf-8", INDEX)
+}
+
+async fn asset(Path(file): Path<String>) -> Response {
+    match ASSETS.iter().find(|(name, _, _)| *name == file) {
+        Some((_, content_type, body)) => respond(content_type, body),
+        None => {
+            ApiError::new(axum::http::StatusCode::NOT_FOUND, "not_found", "no such playground file")
+                .into_response()
+        }
+    }
+}
