@@ -50,6 +50,10 @@ use crate::signals::{Signal, Signals};
 use crate::store::StoreArgs;
 use crate::term::Spinner;
 
+/// The allocator of the binary (see Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Weft: run LLM agents from the terminal.
 #[derive(Debug, Parser)]
 #[command(name = "weft", version, propagate_version = true)]
