@@ -33,6 +33,41 @@ pub const DEFAULT_REMOTE_TOOL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(15);
 /// How often the sweeper looks for expired deadlines and dead runs.
 pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+/// How many recently used sessions an agent keeps open (see [`AgentConfig::keep_open`]).
+pub const DEFAULT_KEEP_OPEN: usize = 256;
+/// How often a run looks in the store for an abort requested by another process.
+pub const DEFAULT_ABORT_POLL: Duration = Duration::from_millis(500);
+/// The key of a session's `options` that holds its own limit of model calls per run.
+pub const OPTION_MAX_TURNS: &str = "maxTurns";
+/// The key of a session's `options` that holds the seq after which the events of its current
+/// (or last) execution start: the last event before that execution's `session_start`. Set when
+/// an execution starts and committed with its start, so a reader attaching to the live or last
+/// run subscribes from there without scanning the log.
+pub const OPTION_RUN_AFTER_SEQ: &str = "runAfterSeq";
+/// The checkpoint namespace of abort requests: a checkpoint `(session, ABORT_NAMESPACE, run id)`
+/// asks the process running that run to abort it.
+pub const ABORT_NAMESPACE: &str = "weft.abort";
+
+/// The seq after which the current or last execution's events start, as recorded in a session's
+/// `options` ([`OPTION_RUN_AFTER_SEQ`]); `None` for a session that has not recorded it.
+pub fn run_after_seq(options: &serde_json::Value) -> Option<u64> {
+    options.get(OPTION_RUN_AFTER_SEQ)?.as_u64()
+}
+
+/// A session's own limit of model calls per run ([`OPTION_MAX_TURNS`]), if it has one.
+pub fn session_max_turns(options: &serde_json::Value) -> Option<u32> {
+    options.get(OPTION_MAX_TURNS)?.as_u64().map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// Sets `key` in a session's `options` (made an object if it is not one).
+fn set_option(options: &mut serde_json::Value, key: &str, value: serde_json::Value) {
+    if !options.is_object() {
+        *options = serde_json::Value::Object(serde_json::Map::new());
+    }
+    if let Some(map) = options.as_object_mut() {
+        map.insert(key.to_string(), value);
+    }
+}
 
 /// What a before-tool-call hook decides.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +123,13 @@ pub struct AgentConfig {
     /// How often the sweeper looks for remote calls past their deadline and for runs whose
     /// process died (in the store, when there is one).
     pub sweep_interval: Duration,
+    /// How many recently used sessions stay open in this process when nobody holds their
+    /// handle (0: none). An open session keeps its event log's numbering, so the events of its
+    /// next run follow the last ones densely instead of after a new reservation.
+    pub keep_open: usize,
+    /// How often a run with a store looks for an abort requested by another process
+    /// ([`ABORT_NAMESPACE`]); zero: never.
+    pub abort_poll: Duration,
 }
 
 impl Default for AgentConfig {
@@ -102,12 +144,57 @@ impl Default for AgentConfig {
             max_tokens: None,
             lease_ttl: DEFAULT_LEASE_TTL,
             sweep_interval: DEFAULT_SWEEP_INTERVAL,
+            keep_open: DEFAULT_KEEP_OPEN,
+            abort_poll: DEFAULT_ABORT_POLL,
+        }
+    }
+}
+
+/// A provider sessions may name, with the model new sessions on it get by default.
+struct NamedProvider {
+    name: String,
+    provider: Arc<dyn Provider>,
+    model: Option<String>,
+}
+
+/// The sessions used most recently, kept open (strongly held) up to a bound.
+#[derive(Default)]
+struct Recent {
+    tick: u64,
+    by_id: HashMap<String, (u64, Arc<Shared>)>,
+    by_tick: std::collections::BTreeMap<u64, String>,
+}
+
+impl Recent {
+    fn touch(&mut self, id: &str, shared: &Arc<Shared>, bound: usize) {
+        if bound == 0 {
+            return;
+        }
+        self.tick += 1;
+        let tick = self.tick;
+        if let Some((old, _)) = self.by_id.insert(id.to_string(), (tick, Arc::clone(shared))) {
+            self.by_tick.remove(&old);
+        }
+        self.by_tick.insert(tick, id.to_string());
+        while self.by_id.len() > bound {
+            let Some((_, oldest)) = self.by_tick.pop_first() else { break };
+            self.by_id.remove(&oldest);
+        }
+    }
+
+    fn remove(&mut self, id: &str) {
+        if let Some((tick, _)) = self.by_id.remove(id) {
+            self.by_tick.remove(&tick);
         }
     }
 }
 
 pub(crate) struct AgentInner {
+    /// The default provider (new sessions without a provider of their own, and sessions naming
+    /// one this agent does not have).
     pub(crate) provider: Arc<dyn Provider>,
+    /// Every provider a session may name, the default first.
+    providers: Vec<NamedProvider>,
     pub(crate) tools: LocalTools,
     pub(crate) config: AgentConfig,
     pub(crate) hooks: Arc<dyn AgentHooks>,
@@ -122,6 +209,18 @@ pub(crate) struct AgentInner {
     pub(crate) sweep_now: Arc<tokio::sync::Notify>,
     /// The sessions open in this process: one handle (one log, one lock) per session.
     open: Mutex<HashMap<String, Weak<Shared>>>,
+    /// The most recently used of them, kept open ([`AgentConfig::keep_open`]).
+    recent: Mutex<Recent>,
+}
+
+impl AgentInner {
+    /// The provider a session names (the default one for a name this agent does not have).
+    pub(crate) fn provider_for(&self, name: &str) -> Arc<dyn Provider> {
+        self.providers
+            .iter()
+            .find(|p| p.name == name)
+            .map_or_else(|| Arc::clone(&self.provider), |p| Arc::clone(&p.provider))
+    }
 }
 
 /// An agent: runs sessions against a provider with a set of local tools. Cheap to clone.
@@ -133,6 +232,7 @@ pub struct Agent {
 /// Builds an [`Agent`].
 pub struct AgentBuilder {
     provider: Arc<dyn Provider>,
+    providers: Vec<NamedProvider>,
     tools: Vec<Arc<dyn Tool>>,
     config: AgentConfig,
     hooks: Arc<dyn AgentHooks>,
@@ -204,6 +304,34 @@ impl AgentBuilder {
         self
     }
 
+    /// Sets how many recently used sessions stay open (see [`AgentConfig::keep_open`]).
+    pub fn keep_open(mut self, sessions: usize) -> Self {
+        self.config.keep_open = sessions;
+        self
+    }
+
+    /// Sets how often a run looks for an abort requested by another process (zero: never).
+    pub fn abort_poll(mut self, every: Duration) -> Self {
+        self.config.abort_poll = every;
+        self
+    }
+
+    /// Adds a provider sessions may pick by `name` ([`SessionOptions::provider`]); `model` is the
+    /// model of new sessions on it that name none. The provider the builder started with is
+    /// the default, named by its [`Provider::name`]; adding a provider under that name replaces
+    /// it as the one sessions naming it use.
+    pub fn with_provider(
+        mut self,
+        name: impl Into<String>,
+        provider: Arc<dyn Provider>,
+        model: impl Into<String>,
+    ) -> Self {
+        let name = name.into();
+        self.providers.retain(|p| p.name != name);
+        self.providers.push(NamedProvider { name, provider, model: Some(model.into()) });
+        self
+    }
+
     /// Sets all settings at once.
     pub fn config(mut self, config: AgentConfig) -> Self {
         self.config = config;
@@ -231,9 +359,22 @@ impl AgentBuilder {
         for tool in self.tools {
             tools.add(tool)?;
         }
+        let default_name = self.provider.name().to_string();
+        let mut providers = self.providers;
+        if !providers.iter().any(|p| p.name == default_name) {
+            providers.insert(
+                0,
+                NamedProvider {
+                    name: default_name,
+                    provider: Arc::clone(&self.provider),
+                    model: None,
+                },
+            );
+        }
         let agent = Agent {
             inner: Arc::new(AgentInner {
                 provider: self.provider,
+                providers,
                 tools,
                 config: self.config,
                 hooks: self.hooks,
@@ -243,6 +384,7 @@ impl AgentBuilder {
                 sweeper: std::sync::OnceLock::new(),
                 sweep_now: Arc::new(tokio::sync::Notify::new()),
                 open: Mutex::new(HashMap::new()),
+                recent: Mutex::new(Recent::default()),
             }),
         };
         // Built within a runtime (a server starting): the sweeper starts now, so deadlines that
@@ -270,6 +412,12 @@ pub struct SessionOptions {
     pub messages: Vec<Message>,
     /// The owner.
     pub owner: Option<String>,
+    /// The provider, by the name the agent knows it by (default: the agent's default
+    /// provider). A name the agent does not have is refused ([`AgentError::UnknownProvider`]).
+    pub provider: Option<String>,
+    /// The session's own limit of model calls per run (default: the agent's `max_turns`).
+    /// Kept in the session's options, so it holds across resumes in any process.
+    pub max_turns: Option<u32>,
 }
 
 impl Agent {
@@ -282,6 +430,7 @@ impl Agent {
     pub fn builder_shared(provider: Arc<dyn Provider>) -> AgentBuilder {
         AgentBuilder {
             provider,
+            providers: Vec::new(),
             tools: Vec::new(),
             config: AgentConfig::default(),
             hooks: Arc::new(NoHooks),
@@ -299,6 +448,11 @@ impl Agent {
         &self.inner.config
     }
 
+    /// The names of the providers sessions may pick, the default first.
+    pub fn provider_names(&self) -> Vec<String> {
+        self.inner.providers.iter().map(|p| p.name.clone()).collect()
+    }
+
     /// The specs of the agent's local tools.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
         self.inner.tools.specs().cloned().collect()
@@ -311,8 +465,27 @@ impl Agent {
         options: SessionOptions,
     ) -> Result<SessionHandle, AgentError> {
         let id = options.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let model = options.model.unwrap_or_else(|| self.inner.config.model.clone());
-        let mut session = Session::new(id, self.inner.provider.name(), model);
+        let named = match &options.provider {
+            None => None,
+            Some(name) => {
+                Some(self.inner.providers.iter().find(|p| p.name == *name).ok_or_else(|| {
+                    AgentError::UnknownProvider {
+                        name: name.clone(),
+                        allowed: self.provider_names(),
+                    }
+                })?)
+            }
+        };
+        let provider_name =
+            named.map_or_else(|| self.inner.provider.name().to_string(), |p| p.name.clone());
+        let model = options
+            .model
+            .or_else(|| named.and_then(|p| p.model.clone()))
+            .unwrap_or_else(|| self.inner.config.model.clone());
+        let mut session = Session::new(id, provider_name, model);
+        if let Some(max_turns) = options.max_turns {
+            set_option(&mut session.options, OPTION_MAX_TURNS, max_turns.max(1).into());
+        }
         session.system_prompt =
             options.system_prompt.or_else(|| self.inner.config.system_prompt.clone());
         session.tools = options.tools;
@@ -349,6 +522,8 @@ impl Agent {
         crate::deadline::ensure_sweeper(&self.inner);
         if let Some(handle) = self.open_handle(id) {
             handle.refresh_if_stale().await;
+            self.keep_recent(&handle);
+            self.recover_if_dead(&handle).await;
             return Ok(Some(handle));
         }
         let Some(store) = &self.inner.store else { return Ok(None) };
@@ -357,17 +532,29 @@ impl Agent {
         };
         // Another task may have loaded it meanwhile: one handle per session.
         if let Some(handle) = self.open_handle(id) {
+            self.keep_recent(&handle);
             return Ok(Some(handle));
         }
-        let running = stored.head.status == SessionStatus::Running;
         let handle = self.register_stored(stored)?;
-        if running {
-            let ttl = self.inner.config.lease_ttl;
-            if let Ok(Some(lease)) = Lease::acquire(store, id, &self.inner.holder, ttl).await {
-                drop(self.recover(&handle, lease).await);
-            }
-        }
+        self.recover_if_dead(&handle).await;
         Ok(Some(handle))
+    }
+
+    /// A session `running` in the store with no run of this process: when nobody holds its
+    /// lease (its process died), its run is recovered here.
+    async fn recover_if_dead(&self, handle: &SessionHandle) {
+        let Some(store) = &self.inner.store else { return };
+        let id = {
+            let state = handle.lock();
+            if state.run.is_some() || state.session.status != SessionStatus::Running {
+                return;
+            }
+            state.session.id.clone()
+        };
+        let ttl = self.inner.config.lease_ttl;
+        if let Ok(Some(lease)) = Lease::acquire(store, &id, &self.inner.holder, ttl).await {
+            drop(self.recover(handle, lease).await);
+        }
     }
 
     /// A handle for a session just loaded from the store.
@@ -433,6 +620,8 @@ impl Agent {
             session.abort().await;
             let mut registry = self.inner.open.lock().unwrap_or_else(|e| e.into_inner());
             registry.remove(id);
+            drop(registry);
+            self.inner.recent.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
         }
         match &self.inner.store {
             Some(store) => store.delete_session(id, scope).await.map_err(AgentError::Store),
@@ -457,14 +646,24 @@ impl Agent {
         let shared = Arc::new(Shared {
             state: Mutex::new(State { session, run: None, ending: false, committed_messages }),
             remote,
-            hub,
+            hub: Mutex::new(hub),
             store: self.inner.store.clone(),
             idle: tokio::sync::Notify::new(),
         });
         let mut open = self.inner.open.lock().unwrap_or_else(|e| e.into_inner());
         open.retain(|_, weak| weak.strong_count() > 0);
         open.insert(id, Arc::downgrade(&shared));
-        SessionHandle { shared }
+        drop(open);
+        let handle = SessionHandle { shared };
+        self.keep_recent(&handle);
+        handle
+    }
+
+    /// Keeps `session` open as one of the most recently used ([`AgentConfig::keep_open`]).
+    fn keep_recent(&self, session: &SessionHandle) {
+        let id = session.id();
+        let mut recent = self.inner.recent.lock().unwrap_or_else(|e| e.into_inner());
+        recent.touch(&id, &session.shared, self.inner.config.keep_open);
     }
 
     /// Starts a run of `session` on `input`: a user message starts a new run, tool results or
@@ -482,16 +681,19 @@ impl Agent {
         crate::deadline::ensure_sweeper(&self.inner);
         session.wait_while_ending().await;
         session.refresh_if_stale().await;
+        self.keep_recent(session);
         let config = &self.inner.config;
-        let mut machine = Machine::new(config.max_turns, millis(config.remote_tool_timeout));
         let cancel = CancellationToken::new();
         let input_message;
-        let (first, start_len, session_id, run_id, commit) = {
+        let hub = session.hub();
+        let (machine, first, start_len, session_id, run_id, commit) = {
             let mut state = session.lock();
             // `run` is set until the last run has published its end.
             if state.session.status == SessionStatus::Running || state.run.is_some() {
                 return Err(ExecuteError::AlreadyRunning(state.session.id.clone()));
             }
+            let max_turns = session_max_turns(&state.session.options).unwrap_or(config.max_turns);
+            let mut machine = Machine::new(max_turns, millis(config.remote_tool_timeout));
             let start_len = state.session.messages.len();
             let tools = &self.inner.tools;
             let input = input.into();
@@ -511,9 +713,11 @@ impl Agent {
                 .flatten()
                 .map(|message| (message, start_len as u64));
             state.session.status = SessionStatus::Running;
+            // Where this execution's events start, committed with its start.
+            set_option(&mut state.session.options, OPTION_RUN_AFTER_SEQ, hub.last_seq().into());
             state.run = Some(cancel.clone());
             let commit = session.shared.store.is_some().then(|| state.prepare_commit());
-            (first, start_len, state.session.id.clone(), run_id, commit)
+            (machine, first, start_len, state.session.id.clone(), run_id, commit)
         };
         let mut lease = None;
         if let (Some(store), Some(commit)) = (&self.inner.store, commit) {
@@ -568,7 +772,7 @@ impl Agent {
         let Launch { machine, first, input_message, start_len, run_id, cancel, lease, error } =
             launch;
         let session_id = session.id();
-        let hub = Arc::clone(&session.shared.hub);
+        let hub = session.hub();
         hub.start_run();
         let events = hub.subscribe(hub.last_seq(), true);
         let (result_tx, result_rx) = tokio::sync::oneshot::channel();
@@ -583,6 +787,7 @@ impl Agent {
         run.set_error(error);
         if let Some(lease) = &lease {
             lease.keep(cancel.clone());
+            lease.watch_abort(&run_id, self.inner.config.abort_poll, cancel.clone());
         }
         // Released by the run itself, before the session takes new input: a late release
         // would take the next run's lease (same holder) away.
@@ -616,13 +821,17 @@ impl Agent {
         lease: Lease,
     ) -> Option<ExecuteStream> {
         let config = &self.inner.config;
-        let mut machine = Machine::new(config.max_turns, millis(config.remote_tool_timeout));
         let cancel = CancellationToken::new();
+        let after_seq = session.hub().last_seq();
         let claimed = {
             let mut state = session.lock();
             if state.run.is_some() || state.session.status != SessionStatus::Running {
                 None
             } else {
+                let max_turns =
+                    session_max_turns(&state.session.options).unwrap_or(config.max_turns);
+                let mut machine = Machine::new(max_turns, millis(config.remote_tool_timeout));
+                set_option(&mut state.session.options, OPTION_RUN_AFTER_SEQ, after_seq.into());
                 let start_len = state.session.messages.len();
                 let tools = &self.inner.tools;
                 let replay_safe =
@@ -633,10 +842,10 @@ impl Agent {
                     run.run_id.clone_from(&run_id);
                 }
                 state.run = Some(cancel.clone());
-                Some((first, start_len, run_id))
+                Some((machine, first, start_len, run_id))
             }
         };
-        let Some((first, start_len, run_id)) = claimed else {
+        let Some((machine, first, start_len, run_id)) = claimed else {
             lease.release().await;
             return None;
         };
@@ -727,8 +936,9 @@ impl State {
 pub(crate) struct Shared {
     state: Mutex<State>,
     pub(crate) remote: RemoteTools,
-    /// The session's event log in this process.
-    pub(crate) hub: Arc<Hub>,
+    /// The session's event log in this process; replaced by a fresh one when the session is
+    /// reloaded after another process added events (never while a run of this process uses it).
+    hub: Mutex<Arc<Hub>>,
     /// Where the session is kept, if anywhere.
     pub(crate) store: Option<Arc<dyn SessionStore>>,
     /// Woken when a run has let go of the session.
@@ -742,6 +952,11 @@ pub struct SessionHandle {
 }
 
 impl SessionHandle {
+    /// The session's event log in this process.
+    pub(crate) fn hub(&self) -> Arc<Hub> {
+        Arc::clone(&self.shared.hub.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         // The lock is never held across an await or around code that can panic; a poisoned
         // lock still holds a consistent session.
@@ -786,8 +1001,28 @@ impl SessionHandle {
 
     /// Aborts the session's run. A running run stops (see [`ExecuteStream::abort`]); a suspended
     /// one has its waiting calls answered with error results and ends `aborted`, so the session
-    /// takes a new user message. Returns whether there was anything to abort.
+    /// takes a new user message. A run under way in another process (sharing the store) is asked
+    /// to stop through the store: that process looks for the request every
+    /// [`AgentConfig::abort_poll`] and aborts the run as if asked here. Returns whether there was
+    /// anything to abort.
     pub async fn abort(&self) -> bool {
+        if self.lock().run.is_none() {
+            self.refresh_if_stale().await;
+        }
+        let remote = {
+            let state = self.lock();
+            let elsewhere = state.run.is_none()
+                && state.session.status == SessionStatus::Running
+                && self.shared.store.is_some();
+            // Running in another process: the run there is asked to stop.
+            elsewhere.then(|| {
+                let run_id = state.session.run.as_ref().map(|r| r.run_id.clone());
+                (state.session.id.clone(), run_id)
+            })
+        };
+        if let Some((session_id, run_id)) = remote {
+            return self.request_remote_abort(session_id, run_id).await;
+        }
         let commit = {
             let mut state = self.lock();
             if let Some(run) = &state.run {
@@ -814,6 +1049,27 @@ impl SessionHandle {
         true
     }
 
+    /// Records in the store that the run `run_id` (under way in another process) is to be
+    /// aborted.
+    async fn request_remote_abort(&self, session_id: String, run_id: Option<String>) -> bool {
+        let (Some(store), Some(run_id)) = (&self.shared.store, run_id) else { return false };
+        let checkpoint = weft_core::Checkpoint {
+            session_id,
+            namespace: ABORT_NAMESPACE.to_string(),
+            id: run_id,
+            parent_id: None,
+            at: now_ms(),
+            value: serde_json::json!({ "abort": true }),
+        };
+        match store.put_checkpoint(checkpoint).await {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::error!(session_id = %self.id(), %error, "recording the abort request failed");
+                false
+            }
+        }
+    }
+
     /// The session's events after `after_seq`, from its log (memory, then the store) and then
     /// live, to the end of the run under way or of the last one: what a client that reconnects
     /// with `Last-Event-ID` is sent. Any number of watchers may follow one session; none of
@@ -822,12 +1078,20 @@ impl SessionHandle {
         &self,
         after_seq: u64,
     ) -> impl Stream<Item = Arc<EventRecord>> + Send + 'static {
-        self.shared.hub.subscribe(after_seq, true)
+        let hub = self.hub();
+        // The stream owns the log it reads (the session may move on to a fresh one).
+        async_stream::stream! {
+            let events = hub.subscribe(after_seq, true);
+            futures::pin_mut!(events);
+            while let Some(record) = futures::StreamExt::next(&mut events).await {
+                yield record;
+            }
+        }
     }
 
     /// The sequence number of the session's last event.
     pub fn last_seq(&self) -> u64 {
-        self.shared.hub.last_seq()
+        self.hub().last_seq()
     }
 
     /// Stores `commit`, made from this session's state; on success the state records it.
@@ -865,23 +1129,44 @@ impl SessionHandle {
         }
     }
 
-    /// A session this process saw `running` in another process may have moved on since: its
-    /// state is reloaded (only when no run of this process has it).
+    /// Another process may have moved the session on since this one last looked (run it,
+    /// resumed it, aborted it): when the store's head has another version, what this process
+    /// holds is reloaded, its event log included, so a run started here goes on from the
+    /// store's state and numbers its events after every stored one. Only when no run of this
+    /// process has the session; one read of the head otherwise.
     pub(crate) async fn refresh_if_stale(&self) {
-        let stale = {
+        let Some(store) = &self.shared.store else { return };
+        let (id, version) = {
             let state = self.lock();
-            state.run.is_none() && state.session.status == SessionStatus::Running
+            if state.run.is_some() {
+                return;
+            }
+            (state.session.id.clone(), state.session.version)
         };
-        if stale && self.shared.store.is_some() {
-            self.reload().await;
+        match store.head(&id).await {
+            Ok(Some(head)) if head.version == version => {}
+            Ok(_) => {
+                self.reload().await;
+            }
+            Err(error) => {
+                tracing::warn!(session_id = %id, %error, "reading the session's head failed");
+            }
         }
     }
 
     /// Replaces what this process holds with what the store has (no run of this process may be
-    /// using the session).
+    /// using the session). When the store has events this process's log has not numbered (another
+    /// process ran the session), the log is replaced too: numbering goes on above the store's.
     pub(crate) fn replace(&self, stored: weft_core::StoredSession) {
+        let last_seq = stored.last_seq;
         let session = Session::from_stored(stored);
         let mut state = self.lock();
+        {
+            let mut hub = self.shared.hub.lock().unwrap_or_else(|e| e.into_inner());
+            if hub.last_seq() != last_seq {
+                *hub = Hub::new(&session.id, self.shared.store.clone(), last_seq);
+            }
+        }
         state.committed_messages = session.messages.len();
         state.session = session;
         state.run = None;

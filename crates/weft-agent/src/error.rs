@@ -18,6 +18,14 @@ pub enum AgentError {
     /// The session store refused or failed (an id taken, a backend down).
     #[error("{0}")]
     Store(weft_core::StoreError),
+    /// A session named a provider the agent does not have.
+    #[error("unknown provider {name:?}; allowed: {}", .allowed.join(", "))]
+    UnknownProvider {
+        /// The name given.
+        name: String,
+        /// The providers the agent has.
+        allowed: Vec<String>,
+    },
 }
 
 /// Why `execute` refused an input. A refused input changes nothing.

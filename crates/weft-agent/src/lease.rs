@@ -83,6 +83,43 @@ impl Lease {
         });
     }
 
+    /// Looks every `every` for an abort of run `run_id` requested by another process (a
+    /// checkpoint in [`ABORT_NAMESPACE`](crate::agent::ABORT_NAMESPACE) named by the run id) and
+    /// cancels `run` when there is one; stops when the lease is released or the run cancelled.
+    /// A zero `every` looks never.
+    pub(crate) fn watch_abort(&self, run_id: &str, every: Duration, run: CancellationToken) {
+        if every.is_zero() {
+            return;
+        }
+        let (store, id, run_id, stop) = (
+            Arc::clone(&self.store),
+            self.session_id.clone(),
+            run_id.to_owned(),
+            self.stop.clone(),
+        );
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = run.cancelled() => return,
+                    _ = tokio::time::sleep(every) => {}
+                }
+                let namespace = crate::agent::ABORT_NAMESPACE;
+                match store.get_checkpoint(&id, namespace, Some(&run_id)).await {
+                    Ok(Some(_)) => {
+                        tracing::info!(session_id = %id, run_id = %run_id, "abort requested by another process");
+                        run.cancel();
+                        return;
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        tracing::warn!(session_id = %id, %error, "looking for an abort request failed");
+                    }
+                }
+            }
+        });
+    }
+
     /// Gives the lease up (the run ended, its state is saved).
     pub(crate) async fn release(self) {
         self.stop.cancel();

@@ -39,9 +39,11 @@ mod run;
 pub mod tool;
 
 pub use agent::{
-    Agent, AgentBuilder, AgentConfig, AgentHooks, ApprovalPolicy, DEFAULT_LEASE_TTL,
-    DEFAULT_MAX_TURNS, DEFAULT_REMOTE_TOOL_TIMEOUT, DEFAULT_SWEEP_INTERVAL, DEFAULT_TOOL_TIMEOUT,
-    SessionHandle, SessionOptions, ToolGate,
+    ABORT_NAMESPACE, Agent, AgentBuilder, AgentConfig, AgentHooks, ApprovalPolicy,
+    DEFAULT_ABORT_POLL, DEFAULT_KEEP_OPEN, DEFAULT_LEASE_TTL, DEFAULT_MAX_TURNS,
+    DEFAULT_REMOTE_TOOL_TIMEOUT, DEFAULT_SWEEP_INTERVAL, DEFAULT_TOOL_TIMEOUT, OPTION_MAX_TURNS,
+    OPTION_RUN_AFTER_SEQ, SessionHandle, SessionOptions, ToolGate, run_after_seq,
+    session_max_turns,
 };
 pub use error::{AgentError, ExecuteError};
 pub use execute::{

@@ -107,6 +107,11 @@ impl Machine {
         }
     }
 
+    /// The most model calls the run may make.
+    pub(crate) fn max_turns(&self) -> u32 {
+        self.max_turns
+    }
+
     /// The process that ran the session's run died. Calls it left running are answered with an
     /// error saying so, except those `replay_safe` says may run again, which run again; once
     /// the open turn is complete the run ends `error` instead of calling the model, so the

@@ -129,7 +129,7 @@ impl Run {
         if status == SessionStatus::MaxTurns && self.error.is_none() {
             self.error = Some(format!(
                 "the run stopped after {} model calls (max_turns)",
-                self.agent.config.max_turns
+                self.machine.max_turns()
             ));
         }
         let (messages, pending_tool_calls, pending_approvals, steps) = {
@@ -269,7 +269,7 @@ impl Run {
     /// One model call: streams its events, then hands the message to the machine.
     async fn call_model(&mut self) -> Progress {
         let agent = self.agent.clone();
-        let (mut request, step_index) = {
+        let (mut request, step_index, provider) = {
             let state = self.session.lock();
             let s = &state.session;
             let mut tools: Vec<_> = agent.tools.specs().cloned().collect();
@@ -284,7 +284,7 @@ impl Run {
                 max_tokens: agent.config.max_tokens,
                 prices: None,
             };
-            (request, s.step_count)
+            (request, s.step_count, agent.provider_for(&s.provider))
         };
         agent.hooks.before_model_call(&mut request).await;
 
@@ -296,7 +296,7 @@ impl Run {
 
         let started_at = now_ms();
         let clock = Instant::now();
-        let stream = agent.provider.stream(request, self.cancel.child_token());
+        let stream = provider.stream(request, self.cancel.child_token());
         let message = self.stream_message(stream).await;
         let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
 

@@ -10,7 +10,9 @@
 use anyhow::{anyhow, bail};
 use clap::Args;
 use std::path::PathBuf;
+use std::sync::Arc;
 use weft_agent::Agent;
+use weft_llm::Provider;
 use weft_llm::config;
 use weft_llm::faux::{FauxProvider, FauxScript};
 use weft_llm::http::HttpClient;
@@ -113,31 +115,36 @@ fn plan(args: &ServeArgs, config: &ServeConfig) -> anyhow::Result<Plan> {
     let models = args.models.clone().or(config.models.clone());
     let registry = crate::registry(models.as_deref())?;
     let model = args.model.clone().or(config.model.clone());
-    let (builder, model) = if provider == "faux" {
-        let Some(path) = &script else {
-            bail!("--provider faux needs --script FILE (a JSON script of the model's turns)");
-        };
-        let script = FauxScript::from_file(path)?;
-        let faux = FauxProvider::new(script).with_registry(registry.clone());
-        (Agent::builder(faux), model.unwrap_or_else(|| "faux".to_string()))
-    } else {
-        if script.is_some() {
-            bail!("--script is for the faux provider, not {provider}");
+    let (default, model) =
+        build_provider(&provider, model, script.as_deref(), &registry, "--model ID")?;
+    let mut builder = Agent::builder_shared(default);
+    // More providers sessions may pick by name (`options.provider`).
+    for (name, entry) in &config.providers {
+        if *name == provider {
+            continue;
         }
-        let Some(model) = model else {
-            bail!("--provider {provider} needs --model ID (or [provider] model in weft.toml)");
-        };
-        let mut settings = config::settings_from_process_env(&provider)?;
-        settings.models = registry.clone();
-        let (timeouts, retry) = config::http_from_env(|name| std::env::var(name).ok())?;
-        let client = HttpClient::new(timeouts, retry)
-            .map_err(|e| anyhow!("cannot set up the HTTP client: {e}"))?;
-        (Agent::builder_shared(config::provider_from_settings(&provider, settings, client)?), model)
-    };
+        if !config::PROVIDER_NAMES.contains(&name.as_str()) {
+            bail!(
+                "unknown provider {name:?} in [providers]: expected one of {}",
+                config::PROVIDER_NAMES.join(", ")
+            );
+        }
+        let (extra, model) = build_provider(
+            name,
+            entry.model.clone(),
+            entry.script.as_deref(),
+            &registry,
+            "a model ([providers] model in weft.toml, or WEFT_PROVIDERS=NAME=MODEL)",
+        )?;
+        builder = builder.with_provider(name.clone(), extra, model);
+    }
     let max_turns = args.max_turns.or(config.max_turns).unwrap_or(weft_agent::DEFAULT_MAX_TURNS);
     let mut builder = crate::tools::register(builder.model(model).max_turns(max_turns));
     if let Some(timeout) = config.remote_tool_timeout {
         builder = builder.remote_tool_timeout(timeout);
+    }
+    if let Some(ttl) = config.lease_ttl {
+        builder = builder.lease_ttl(ttl);
     }
     let mut settings = Settings::new(provider);
     settings.api_keys = config.api_keys.clone();
@@ -161,6 +168,37 @@ fn plan(args: &ServeArgs, config: &ServeConfig) -> anyhow::Result<Plan> {
         .or(config.addr.clone())
         .unwrap_or_else(|| weft_server::DEFAULT_ADDR.to_string());
     Ok(Plan { addr, builder, settings })
+}
+
+/// The provider `name` (faux with `script`, otherwise an HTTP provider whose key and base URL
+/// come from the environment) and the model of its sessions.
+fn build_provider(
+    name: &str,
+    model: Option<String>,
+    script: Option<&std::path::Path>,
+    registry: &Arc<weft_llm::models::ModelRegistry>,
+    model_hint: &str,
+) -> anyhow::Result<(Arc<dyn Provider>, String)> {
+    if name == "faux" {
+        let Some(path) = script else {
+            bail!("the faux provider needs --script FILE (a JSON script of the model's turns)");
+        };
+        let script = FauxScript::from_file(path)?;
+        let faux = FauxProvider::new(script).with_registry(registry.clone());
+        return Ok((Arc::new(faux), model.unwrap_or_else(|| "faux".to_string())));
+    }
+    if script.is_some() {
+        bail!("--script is for the faux provider, not {name}");
+    }
+    let Some(model) = model else {
+        bail!("--provider {name} needs {model_hint}");
+    };
+    let mut settings = config::settings_from_process_env(name)?;
+    settings.models = registry.clone();
+    let (timeouts, retry) = config::http_from_env(|name| std::env::var(name).ok())?;
+    let client = HttpClient::new(timeouts, retry)
+        .map_err(|e| anyhow!("cannot set up the HTTP client: {e}"))?;
+    Ok((config::provider_from_settings(name, settings, client)?, model))
 }
 
 /// Completes on SIGINT or SIGTERM.

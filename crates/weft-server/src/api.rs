@@ -75,21 +75,23 @@ pub enum OnDisconnect {
     Cancel,
 }
 
-/// Options of an execute request. `provider`, `model`, `systemPrompt` and `mode` apply to a new
-/// session (an existing one keeps its own; a different value is refused).
+/// Options of an execute request. `provider`, `model`, `systemPrompt`, `maxTurns` and `mode`
+/// apply to a new session (an existing one keeps its own; a different value is refused).
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExecuteOptions {
-    /// The provider (this server's one; others are refused naming it).
+    /// The provider, one of those this server is configured with (default: its first); an
+    /// unknown one is refused naming the allowed values.
     #[serde(default)]
     pub provider: Option<String>,
-    /// The model id.
+    /// The model id (default: the provider's configured model).
     #[serde(default)]
     pub model: Option<String>,
     /// The system prompt.
     #[serde(default)]
     pub system_prompt: Option<String>,
-    /// The most model calls a run may make: only the server's limit is supported.
+    /// The most model calls a run of this session may make, from 1 to the server's
+    /// `limits.max_turns` (its default); kept with the session, so it holds across resumes.
     #[serde(default)]
     pub max_turns: Option<u32>,
     /// The agent mode: `react`.

@@ -15,6 +15,11 @@
 //! script = "examples/scripts/weather.json"  # the faux provider's script (relative to the file)
 //! models = "models.json"            # extra model prices (relative to the file)
 //!
+//! [providers.anthropic]             # more providers sessions may pick (options.provider);
+//! model = "claude-sonnet-4-5"       # WEFT_PROVIDERS="anthropic=claude-sonnet-4-5,openai=gpt-4o"
+//! [providers.faux]                  # the faux provider needs its script
+//! script = "examples/scripts/serve.json"
+//!
 //! [api_keys]                        # WEFT_API_KEYS="key1=alice,key2=bob" (replaces the table)
 //! "a-long-random-key" = "alice"     # bearer key = owner
 //!
@@ -25,6 +30,7 @@
 //! max_turns = 50                    # model calls per run
 //! remote_tool_timeout = "10m"       # a remote call unanswered this long gets an error result
 //! shutdown_grace = "10s"            # how long a shutdown waits for runs before aborting them
+//! lease_ttl = "15s"                 # a run whose replica stopped is taken over after this
 //!
 //! [cors]
 //! origins = ["http://localhost:3000"]  # WEFT_CORS_ORIGINS (comma-separated); "*" for any
@@ -69,9 +75,11 @@ pub struct Settings {
     pub shutdown_grace: Duration,
     /// How often an idle SSE stream sends a comment, so proxies keep it open.
     pub keep_alive: Duration,
-    /// The provider the agent runs sessions on (the only value `options.provider` accepts).
+    /// The name of the default provider (for logs: the providers sessions may pick are the
+    /// agent's, [`weft_agent::Agent::provider_names`]).
     pub provider: String,
-    /// The agent's model limit per run (for messages).
+    /// The agent's limit of model calls per run: the default and the largest per-session
+    /// `options.maxTurns`.
     pub max_turns: u32,
 }
 
@@ -129,6 +137,8 @@ pub struct ServeConfig {
     pub script: Option<PathBuf>,
     /// A models file (extra prices).
     pub models: Option<PathBuf>,
+    /// More providers sessions may pick, by name (`[providers.NAME]`, `WEFT_PROVIDERS`).
+    pub providers: BTreeMap<String, ProviderEntry>,
     /// API key → owner.
     pub api_keys: BTreeMap<String, String>,
     /// Request body limit.
@@ -143,8 +153,20 @@ pub struct ServeConfig {
     pub remote_tool_timeout: Option<Duration>,
     /// Shutdown grace.
     pub shutdown_grace: Option<Duration>,
+    /// How long a run's lease lasts without renewal.
+    pub lease_ttl: Option<Duration>,
     /// CORS origins.
     pub cors_origins: Vec<String>,
+}
+
+/// One more provider sessions may pick (`[providers.NAME]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderEntry {
+    /// The model of new sessions on it that name none.
+    pub model: Option<String>,
+    /// The faux provider's script (relative to the file).
+    pub script: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -154,6 +176,8 @@ struct FileConfig {
     store: Option<String>,
     #[serde(default)]
     provider: ProviderSection,
+    #[serde(default)]
+    providers: BTreeMap<String, ProviderEntry>,
     #[serde(default)]
     api_keys: BTreeMap<String, String>,
     #[serde(default)]
@@ -182,6 +206,8 @@ struct LimitsSection {
     remote_tool_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "duration")]
     shutdown_grace: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    lease_ttl: Option<Duration>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -228,7 +254,7 @@ pub fn find_file(
 
 impl ServeConfig {
     /// Reads `file` (if any), then applies the environment (`WEFT_ADDR`, `WEFT_STORE`,
-    /// `WEFT_PROVIDER`, `WEFT_MODEL`, `WEFT_API_KEYS`, `WEFT_CORS_ORIGINS`).
+    /// `WEFT_PROVIDER`, `WEFT_MODEL`, `WEFT_PROVIDERS`, `WEFT_API_KEYS`, `WEFT_CORS_ORIGINS`).
     pub fn load(
         file: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
@@ -254,6 +280,10 @@ impl ServeConfig {
         }
         if let Some(model) = var("WEFT_MODEL") {
             config.model = Some(model);
+        }
+        if let Some(list) = var("WEFT_PROVIDERS") {
+            config.providers =
+                parse_providers(&list).map_err(|e| ConfigError(format!("WEFT_PROVIDERS: {e}")))?;
         }
         if let Some(keys) = var("WEFT_API_KEYS") {
             config.api_keys =
@@ -304,6 +334,13 @@ impl ServeConfig {
             model: file.provider.model,
             script: file.provider.script.map(relative),
             models: file.provider.models.map(relative),
+            providers: file
+                .providers
+                .into_iter()
+                .map(|(name, entry)| {
+                    (name, ProviderEntry { script: entry.script.map(relative), ..entry })
+                })
+                .collect(),
             api_keys: file.api_keys,
             body_bytes: file.limits.body_bytes,
             requests_per_minute: file.limits.requests_per_minute,
@@ -311,6 +348,7 @@ impl ServeConfig {
             max_turns: file.limits.max_turns,
             remote_tool_timeout: file.limits.remote_tool_timeout,
             shutdown_grace: file.limits.shutdown_grace,
+            lease_ttl: file.limits.lease_ttl,
             cors_origins: file.cors.origins,
         })
     }
@@ -336,6 +374,26 @@ fn check_key(key: &str, owner: &str) -> Result<(), String> {
         return Err("every API key needs an owner (key=owner)".into());
     }
     Ok(())
+}
+
+/// Parses `anthropic=claude-sonnet-4-5,openai=gpt-4o` (a provider without `=MODEL` gets its
+/// model from the request or the server's default).
+pub fn parse_providers(text: &str) -> Result<BTreeMap<String, ProviderEntry>, String> {
+    let mut providers = BTreeMap::new();
+    for (index, item) in text.split(',').map(str::trim).filter(|p| !p.is_empty()).enumerate() {
+        let (name, model) = match item.split_once('=') {
+            Some((name, model)) => (name.trim(), Some(model.trim().to_string())),
+            None => (item, None),
+        };
+        if name.is_empty() {
+            return Err(format!("entry {} has no provider name", index + 1));
+        }
+        let entry = ProviderEntry { model: model.filter(|m| !m.is_empty()), script: None };
+        if providers.insert(name.to_string(), entry).is_some() {
+            return Err(format!("entry {}: provider {name:?} is given twice", index + 1));
+        }
+    }
+    Ok(providers)
 }
 
 /// Parses `key1=alice,key2=bob`. Messages never repeat a key.
@@ -425,6 +483,25 @@ mod tests {
         let error = parse_api_keys("a=b").err().unwrap_or_default();
         assert!(error.contains("at least 8") && !error.contains("a=b"), "{error}");
         assert!(parse_api_keys("secret-one=a,secret-one=b").is_err());
+    }
+
+    #[test]
+    fn more_providers_come_from_the_file_or_the_environment() -> Result<(), ConfigError> {
+        let config = parse(
+            "[providers.faux]\nscript = \"s.json\"\n[providers.anthropic]\nmodel = \"m\"\n\
+             [limits]\nlease_ttl = \"2s\"\n",
+        )?;
+        assert_eq!(config.providers.len(), 2);
+        assert_eq!(config.providers["faux"].script, Some(PathBuf::from("/etc/weft/s.json")));
+        assert_eq!(config.providers["anthropic"].model.as_deref(), Some("m"));
+        assert_eq!(config.lease_ttl, Some(Duration::from_secs(2)));
+        let error = parse("[providers.faux]\nscrpt = 1\n").err().map(|e| e.0).unwrap_or_default();
+        assert!(error.contains("providers.faux.scrpt"), "{error}");
+        let listed = parse_providers("anthropic=claude, openai").map_err(ConfigError)?;
+        assert_eq!(listed["anthropic"].model.as_deref(), Some("claude"));
+        assert_eq!(listed["openai"].model, None);
+        assert!(parse_providers("a=1,a=2").is_err());
+        Ok(())
     }
 
     #[test]

@@ -55,8 +55,16 @@ pub(crate) fn check_id(id: &str) -> Result<(), ApiError> {
 fn agent_error(error: AgentError) -> ApiError {
     match error {
         AgentError::Store(store) => ApiError::store(&store),
+        AgentError::UnknownProvider { name, allowed } => unknown_provider(&name, &allowed),
         other => ApiError::bad_request("invalid_tools", other.to_string()),
     }
+}
+
+fn unknown_provider(name: &str, allowed: &[String]) -> ApiError {
+    ApiError::bad_request(
+        "unknown_provider",
+        format!("unknown provider {}: allowed: {}", shown(name), allowed.join(", ")),
+    )
 }
 
 /// The session `id` if the caller may see it (missing and foreign sessions alike: `None`).
@@ -84,18 +92,11 @@ pub(crate) async fn load_owned(
 }
 
 fn check_options(state: &AppState, options: &ExecuteOptions) -> Result<(), ApiError> {
-    if let Some(provider) = options.provider.as_deref()
-        && provider != state.settings.provider
-    {
-        return Err(ApiError::bad_request(
-            "unknown_provider",
-            format!(
-                "unknown provider {}: this server runs sessions on {:?} (allowed: {})",
-                shown(provider),
-                state.settings.provider,
-                state.settings.provider
-            ),
-        ));
+    if let Some(provider) = options.provider.as_deref() {
+        let allowed = state.agent.provider_names();
+        if !allowed.iter().any(|p| p == provider) {
+            return Err(unknown_provider(provider, &allowed));
+        }
     }
     if let Some(mode) = options.mode.as_deref()
         && !MODES.contains(&mode)
@@ -106,13 +107,12 @@ fn check_options(state: &AppState, options: &ExecuteOptions) -> Result<(), ApiEr
         ));
     }
     if let Some(turns) = options.max_turns
-        && turns != state.settings.max_turns
+        && !(1..=state.settings.max_turns).contains(&turns)
     {
         return Err(ApiError::bad_request(
-            "unsupported_option",
+            "invalid_max_turns",
             format!(
-                "options.maxTurns: this server runs every session with maxTurns {} (its \
-                 limits.max_turns); a per-session limit is not supported",
+                "options.maxTurns must be from 1 to {} (this server's limits.max_turns), not {turns}",
                 state.settings.max_turns
             ),
         ));
@@ -120,14 +120,23 @@ fn check_options(state: &AppState, options: &ExecuteOptions) -> Result<(), ApiEr
     Ok(())
 }
 
-/// An existing session keeps its provider, model and system prompt.
-fn check_same(head: Option<&SessionHead>, options: &ExecuteOptions) -> Result<(), ApiError> {
+/// An existing session keeps its provider, model, system prompt and turn limit.
+fn check_same(
+    state: &AppState,
+    head: Option<&SessionHead>,
+    options: &ExecuteOptions,
+) -> Result<(), ApiError> {
     let Some(head) = head else { return Ok(()) };
     let differs = |given: Option<&str>, kept: Option<&str>| given.is_some() && given != kept;
+    let max_turns = weft_agent::session_max_turns(&head.options)
+        .unwrap_or(state.settings.max_turns)
+        .to_string();
+    let given_turns = options.max_turns.map(|n| n.to_string());
     for (name, given, kept) in [
         ("provider", options.provider.as_deref(), Some(head.provider.as_str())),
         ("model", options.model.as_deref(), Some(head.model.as_str())),
         ("systemPrompt", options.system_prompt.as_deref(), head.system_prompt.as_deref()),
+        ("maxTurns", given_turns.as_deref(), Some(max_turns.as_str())),
     ] {
         if differs(given, kept) {
             return Err(ApiError::bad_request(
@@ -174,6 +183,8 @@ async fn create(
             tools: context.tools,
             messages: context.messages,
             owner: caller.owner.clone(),
+            provider: options.provider.clone(),
+            max_turns: options.max_turns,
         })
         .await;
     match created {
@@ -243,7 +254,7 @@ pub(crate) async fn start(
             }
         },
     };
-    check_same(head.as_ref(), &options)?;
+    check_same(state, head.as_ref(), &options)?;
     let id = session.id();
     tracing::Span::current().record("session_id", id.as_str());
     // Enqueued inputs of one session start in the order they arrived (in this process).
@@ -297,12 +308,13 @@ pub(crate) async fn attach(
     id: &str,
     seen: Option<u64>,
 ) -> Result<Feed, ApiError> {
-    let Some((session, _)) = load_owned(state, caller, id).await? else {
+    let Some((session, head)) = load_owned(state, caller, id).await? else {
         return Err(ApiError::session_not_found(id));
     };
     tracing::Span::current().record("session_id", id);
     let running = session.status() == SessionStatus::Running;
-    let from = run_start(state, id, seen, running).await?;
+    let recorded = head.as_ref().and_then(|h| weft_agent::run_after_seq(&h.options));
+    let from = run_start(state, id, seen, running, recorded).await?;
     Ok(Feed {
         records: Box::pin(session.subscribe(from)),
         seen: seen.unwrap_or(from).max(from),

@@ -75,7 +75,8 @@ pub use api::{
 };
 pub use config::{
     ConfigError, DEFAULT_ADDR, DEFAULT_BODY_BYTES, DEFAULT_BURST, DEFAULT_REQUESTS_PER_MINUTE,
-    DEFAULT_SHUTDOWN_GRACE, ServeConfig, Settings, find_file, parse_api_keys, parse_duration,
+    DEFAULT_SHUTDOWN_GRACE, ProviderEntry, ServeConfig, Settings, find_file, parse_api_keys,
+    parse_duration, parse_providers,
 };
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 

@@ -208,14 +208,25 @@ pub(crate) fn body(state: Arc<AppState>, feed: Feed, format: WireFormat) -> Body
 ///
 /// With a cursor (the client saw every event up to `seen`): the run `seen` belongs to, which is
 /// the one after the last `session_end` at or before `seen`. Without one: the run under way when
-/// `running`, else the last run. Every `session_end` is in the store before anyone sees it, so
-/// the store answers exactly; what this server has scanned is kept per session.
+/// `running`, else the last run.
+///
+/// `recorded` is where the current or last run starts as its start recorded it in the session's
+/// head ([`weft_agent::OPTION_RUN_AFTER_SEQ`]): it answers without reading the log, unless the
+/// cursor is in an earlier run. Otherwise (a session whose runs predate that record) the store's
+/// `session_end`s answer: every `session_end` is in the store before anyone sees it, so the
+/// store answers exactly; what this server has scanned is kept per session.
 pub(crate) async fn run_start(
     state: &AppState,
     session_id: &str,
     seen: Option<u64>,
     running: bool,
+    recorded: Option<u64>,
 ) -> Result<u64, ApiError> {
+    if let Some(after) = recorded
+        && seen.is_none_or(|seen| seen >= after)
+    {
+        return Ok(after);
+    }
     let ends = scan_ends(state, session_id).await?;
     Ok(match seen {
         Some(seen) => ends.iter().rev().find(|end| **end <= seen).copied().unwrap_or(0),

@@ -124,7 +124,8 @@ async fn options_are_checked_and_approvals_resume() {
     for (options, code) in [
         (json!({"provider": "openai"}), "unknown_provider"),
         (json!({"mode": "tot"}), "unknown_mode"),
-        (json!({"maxTurns": 3}), "unsupported_option"),
+        (json!({"maxTurns": 0}), "invalid_max_turns"),
+        (json!({"maxTurns": 51}), "invalid_max_turns"),
     ] {
         let response = server
             .post("/api/agent/execute", None)

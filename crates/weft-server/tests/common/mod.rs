@@ -62,9 +62,28 @@ pub async fn start_with(
     settings: impl FnOnce(&mut Settings),
 ) -> TestServer {
     let dir = tempfile::tempdir().unwrap();
-    let store = weft_store::connect(&format!("sqlite:{}", dir.path().join("weft.db").display()))
-        .await
-        .unwrap();
+    let path = dir.path().join("weft.db");
+    start_on(dir, &path, script, agent, settings).await
+}
+
+/// A second server (a replica) on the SQLite file of `first`, as another process would open it.
+pub async fn replica_of(
+    first: &TestServer,
+    script: FauxScript,
+    agent: impl FnOnce(AgentBuilder) -> AgentBuilder,
+) -> TestServer {
+    let path = first.dir.path().join("weft.db");
+    start_on(tempfile::tempdir().unwrap(), &path, script, agent, |_| {}).await
+}
+
+async fn start_on(
+    dir: tempfile::TempDir,
+    path: &std::path::Path,
+    script: FauxScript,
+    agent: impl FnOnce(AgentBuilder) -> AgentBuilder,
+    settings: impl FnOnce(&mut Settings),
+) -> TestServer {
+    let store = weft_store::connect(&format!("sqlite:{}", path.display())).await.unwrap();
     let agent: Agent = agent(Agent::builder(FauxProvider::new(script)).model("faux").store(store))
         .build()
         .unwrap();

@@ -1,0 +1,227 @@
+//! Two `weft serve` processes on one Postgres database (the many-replicas setup): a session
+//! started on one is read, attached to live and resumed on the other; a run is executed by one
+//! replica at a time; after `kill -9` of the replica running a session, the other takes the run
+//! over from the store once its lease has expired, and the session goes on there.
+//!
+//! Needs `WEFT_TEST_POSTGRES_URL` (`eval "$(bash .ci/postgres.sh)"`): without it the test says
+//! SKIPPED and passes, except under `CI=true`, where it fails.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use weft_protocol::Frame;
+use weft_protocol::framing::parse_sse;
+
+fn postgres_url() -> Option<String> {
+    match std::env::var("WEFT_TEST_POSTGRES_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            if std::env::var("CI").as_deref() == Ok("true") {
+                panic!(
+                    "WEFT_TEST_POSTGRES_URL is not set under CI: the replicas must be tested on \
+                     Postgres (eval \"$(bash .ci/postgres.sh)\" sets it)"
+                );
+            }
+            eprintln!(
+                "SKIPPED: set WEFT_TEST_POSTGRES_URL to run the two-replica test \
+                 (eval \"$(bash .ci/postgres.sh)\")"
+            );
+            None
+        }
+    }
+}
+
+/// A `weft serve` child process and its address.
+struct Replica {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(home: &Path, name: &str, store: &str, script: &Value) -> Replica {
+    let script_file = home.join(format!("{name}.json"));
+    std::fs::write(&script_file, script.to_string()).unwrap();
+    let config = home.join(format!("{name}.toml"));
+    std::fs::write(&config, "[limits]\nlease_ttl = \"1s\"\n").unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_weft"));
+    cmd.args(["serve", "--addr", "127.0.0.1:0", "--store", store])
+        .arg("--script")
+        .arg(&script_file)
+        .arg("--config")
+        .arg(&config)
+        .env("NO_COLOR", "1")
+        .env("WEFT_HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for var in ["WEFT_ADDR", "WEFT_STORE", "WEFT_PROVIDER", "WEFT_MODEL", "WEFT_PROVIDERS"] {
+        cmd.env_remove(var);
+    }
+    cmd.env_remove("WEFT_API_KEYS").env_remove("RUST_LOG");
+    let mut child = cmd.spawn().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.contains("http://"), "{name} did not start: {line}");
+    let addr = line.trim().rsplit("http://").next().unwrap().to_string();
+    // Keep reading what it logs, so it never blocks on a full pipe.
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        while stderr.read_line(&mut sink).is_ok_and(|n| n > 0) {
+            sink.clear();
+        }
+    });
+    Replica { child, addr }
+}
+
+/// One HTTP/1.1 request; the status and the (de-chunked) body.
+fn http(addr: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let Some((head, rest)) = text.split_once("\r\n\r\n") else { return (0, String::new()) };
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
+    (status, if chunked { dechunk(rest) } else { rest.to_string() })
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
+        if size == 0 || after.len() < size {
+            out.push_str(after.get(..size.min(after.len())).unwrap_or(""));
+            break;
+        }
+        out.push_str(&after[..size]);
+        rest = after[size..].strip_prefix("\r\n").unwrap_or(&after[size..]);
+    }
+    out
+}
+
+fn session(addr: &str, id: &str) -> Option<Value> {
+    let (status, body) = http(addr, "GET", &format!("/api/agent/session/{id}"), None);
+    (status == 200).then(|| serde_json::from_str(&body).unwrap())
+}
+
+/// Waits until `check` holds for the session on `addr`.
+fn wait_for(addr: &str, id: &str, limit: Duration, check: impl Fn(&Value) -> bool) -> Value {
+    let started = Instant::now();
+    loop {
+        let seen = session(addr, id);
+        if let Some(seen) = seen.filter(|s| check(s)) {
+            return seen;
+        }
+        assert!(started.elapsed() < limit, "session {id} on {addr}: not as expected in time");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn last_json(frames: &[Frame]) -> Value {
+    serde_json::from_str(&frames.last().unwrap().data).unwrap()
+}
+
+fn ids(frames: &[Frame]) -> Vec<u64> {
+    frames.iter().filter_map(|f| f.id).collect()
+}
+
+#[test]
+fn two_replicas_on_postgres_share_sessions_and_take_over_a_dead_run() {
+    let Some(url) = postgres_url() else { return };
+    let home = tempfile::tempdir().unwrap();
+    // Each process's faux script starts from its first turn for every session: A's is a slow
+    // turn that calls the client's tool, B's the answer.
+    let slow: String = "The weather needs a careful look. ".repeat(8);
+    let a_script = json!({"turns": [{"text": slow, "chunkSize": 2, "delayMs": 15,
+        "toolCalls": [{"id": "call-1", "name": "get_weather", "arguments": {"city": "Paris"}}]}]});
+    let b_script = json!({"turns": [{"text": "It is sunny in Paris.", "chunkSize": 4}]});
+    let a = serve(home.path(), "a", &url, &a_script);
+    let b = serve(home.path(), "b", &url, &b_script);
+    let unique = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+    );
+    let tools = json!([{"name": "get_weather", "parameters": {"type": "object"}}]);
+
+    // 1. Started on A; read and attached to live on B; resumed on B.
+    let s1 = format!("replica-one-{unique}");
+    let execute = json!({"sessionId": s1, "input": {"role": "user", "content": "Weather?"},
+                         "context": {"tools": tools}});
+    let a_addr = a.addr.clone();
+    let on_a =
+        std::thread::spawn(move || http(&a_addr, "POST", "/api/agent/execute", Some(&execute)));
+    wait_for(&b.addr, &s1, Duration::from_secs(20), |s| s["status"] == "running");
+    let b_addr = b.addr.clone();
+    let s1_path = format!("/api/agent/session/{s1}/stream");
+    let watcher = std::thread::spawn(move || http(&b_addr, "GET", &s1_path, None));
+    let (status, body) = on_a.join().unwrap();
+    assert_eq!(status, 200, "{body}");
+    let executed = parse_sse(&body);
+    let (status, body) = watcher.join().unwrap();
+    assert_eq!(status, 200, "{body}");
+    let watched = parse_sse(&body);
+    assert_eq!(last_json(&executed)["status"], "awaiting_tool_execution");
+    assert_eq!(ids(&watched), ids(&executed), "B's watcher saw A's run, event for event");
+    let on_b = session(&b.addr, &s1).unwrap();
+    assert_eq!(on_b["status"], "awaiting_tool_execution");
+    assert_eq!(on_b["pendingToolCalls"][0]["id"], "call-1");
+    let result = json!({"sessionId": s1, "input": [{"role": "toolResult", "toolCallId": "call-1",
+        "toolName": "get_weather", "content": "Sunny, 21°C"}]});
+    let (status, body) = http(&b.addr, "POST", "/api/agent/execute", Some(&result));
+    assert_eq!(status, 200, "{body}");
+    let resumed = parse_sse(&body);
+    assert_eq!(last_json(&resumed)["status"], "completed");
+    assert!(ids(&resumed)[0] > *ids(&executed).last().unwrap());
+    let on_a = session(&a.addr, &s1).unwrap();
+    assert_eq!(on_a["status"], "completed");
+    assert_eq!(on_a["messages"].as_array().map(Vec::len), Some(4));
+    assert_eq!(on_a["messages"][3]["content"][0]["text"], "It is sunny in Paris.");
+
+    // 2. One replica runs a session at a time; kill -9 it and the other takes the run over.
+    let s2 = format!("replica-two-{unique}");
+    let execute = json!({"sessionId": s2, "input": {"role": "user", "content": "Weather?"},
+                         "context": {"tools": tools}});
+    let a_addr = a.addr.clone();
+    let doomed =
+        std::thread::spawn(move || http(&a_addr, "POST", "/api/agent/execute", Some(&execute)));
+    wait_for(&b.addr, &s2, Duration::from_secs(20), |s| s["status"] == "running");
+    let second = json!({"sessionId": s2, "input": {"role": "user", "content": "Me too"}});
+    let (status, body) = http(&b.addr, "POST", "/api/agent/execute", Some(&second));
+    assert_eq!(status, 409, "{body}");
+    let mut a = a;
+    a.child.kill().unwrap(); // SIGKILL
+    a.child.wait().unwrap();
+    let _ = doomed.join();
+    let taken_over = wait_for(&b.addr, &s2, Duration::from_secs(30), |s| s["status"] != "running");
+    assert_eq!(taken_over["status"], "error", "{taken_over}");
+    // The recovered run ends in the log like any run: attaching replays its end.
+    let (status, body) = http(&b.addr, "GET", &format!("/api/agent/session/{s2}/stream"), None);
+    assert_eq!(status, 200);
+    assert_eq!(last_json(&parse_sse(&body))["status"], "error");
+    // And the session goes on on B.
+    let next = json!({"sessionId": s2, "input": {"role": "user", "content": "Weather now?"}});
+    let (status, body) = http(&b.addr, "POST", "/api/agent/execute", Some(&next));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(last_json(&parse_sse(&body))["status"], "completed");
+}
