@@ -28,8 +28,8 @@ use weft_core::History;
 use weft_core::message::TimestampMs;
 use weft_core::session::SessionStatus;
 use weft_core::store::{
-    Checkpoint, Commit, EventRecord, MessageSpan, OwnerScope, SessionHead, SessionStore,
-    StoreError, StoreFuture, StoredSession,
+    Checkpoint, Commit, EventRecord, OwnerScope, SessionHead, SessionStore, StoreError,
+    StoreFuture, StoredSession,
 };
 
 use crate::codec::{
@@ -160,12 +160,7 @@ impl PostgresStore {
     /// event needs any). Messages are committed before the events that name them, so they are
     /// there, whatever was written since.
     async fn log_window(&self, session_id: &str, rows: &[PgRow]) -> Result<LogWindow, StoreError> {
-        let spans: Vec<MessageSpan> = rows
-            .iter()
-            .map(|row| rows::span(row, session_id))
-            .filter_map(Result::transpose)
-            .collect::<Result<_, _>>()?;
-        let Some((first, end)) = codec::needed_messages(spans.into_iter()) else {
+        let Some((first, lo, hi)) = rows::needed_messages(rows, session_id)? else {
             return Ok(LogWindow::default());
         };
         let texts: Vec<String> = sqlx::query_scalar(
@@ -173,8 +168,8 @@ impl PostgresStore {
              ORDER BY idx",
         )
         .bind(session_id)
-        .bind(to_i64(first, "message position")?)
-        .bind(to_i64(end, "message position")?)
+        .bind(lo)
+        .bind(hi)
         .fetch_all(&self.inner.pool)
         .await
         .map_err(pg)?;

@@ -9,7 +9,7 @@ use weft_core::store::{
     Checkpoint, EventRecord, MessageSpan, RunState, SessionHead, StoreError, StoredSession,
 };
 
-use crate::codec::{self, LogWindow, column, column_u64, corrupt, decode, to_u64};
+use crate::codec::{self, LogWindow, column, column_u64, corrupt, decode, to_i64, to_u64};
 
 /// `(seq, run_id, node_id, at, event, msg_first, msg_count)` of the `events` table. An event
 /// stored by reference (`msg_first` set) gets its messages back from `window`.
@@ -45,6 +45,30 @@ where
         event,
         messages,
     })
+}
+
+/// The positions `[first, end)` of the log that the events among `rows` stored by reference
+/// name, if any (as `i64`s, to bind).
+pub(crate) fn needed_messages<'r, R>(
+    rows: &'r [R],
+    session_id: &str,
+) -> Result<Option<(u64, i64, i64)>, StoreError>
+where
+    R: Row,
+    for<'n> &'n str: ColumnIndex<R>,
+    Option<i64>: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let spans: Vec<MessageSpan> = rows
+        .iter()
+        .map(|row| span(row, session_id))
+        .filter_map(Result::transpose)
+        .collect::<Result<_, _>>()?;
+    match codec::needed_messages(spans.into_iter()) {
+        None => Ok(None),
+        Some((first, end)) => {
+            Ok(Some((first, to_i64(first, "message position")?, to_i64(end, "message position")?)))
+        }
+    }
 }
 
 /// The `(msg_first, msg_count)` of an `events` row: set for an event stored by reference.

@@ -40,8 +40,8 @@ use weft_core::History;
 use weft_core::message::{TimestampMs, now_ms};
 use weft_core::session::SessionStatus;
 use weft_core::store::{
-    Checkpoint, Commit, EventRecord, MessageSpan, OwnerScope, SessionHead, SessionStore,
-    StoreError, StoreFuture, StoredSession,
+    Checkpoint, Commit, EventRecord, OwnerScope, SessionHead, SessionStore, StoreError,
+    StoreFuture, StoredSession,
 };
 
 use crate::codec::{
@@ -269,12 +269,7 @@ impl SqliteStore {
         session_id: &str,
         rows: &[SqliteRow],
     ) -> Result<LogWindow, StoreError> {
-        let spans: Vec<MessageSpan> = rows
-            .iter()
-            .map(|row| rows::span(row, session_id))
-            .filter_map(Result::transpose)
-            .collect::<Result<_, _>>()?;
-        let Some((first, end)) = codec::needed_messages(spans.into_iter()) else {
+        let Some((first, lo, hi)) = rows::needed_messages(rows, session_id)? else {
             return Ok(LogWindow::default());
         };
         let texts: Vec<String> = sqlx::query_scalar(
@@ -282,8 +277,8 @@ impl SqliteStore {
              ORDER BY idx",
         )
         .bind(session_id)
-        .bind(to_i64(first, "message position")?)
-        .bind(to_i64(end, "message position")?)
+        .bind(lo)
+        .bind(hi)
         .fetch_all(&self.inner.readers)
         .await
         .map_err(|e| self.read_error(e))?;
