@@ -206,7 +206,9 @@ impl AssistantMessage {
 pub struct ToolResultMessage {
     /// The call it answers.
     pub tool_call_id: String,
-    /// The tool's name.
+    /// The tool's name. May be left out on input (a client posting a remote tool's result): the
+    /// agent takes it from the call the result answers.
+    #[serde(default)]
     pub tool_name: String,
     /// The output; a plain string is accepted on input.
     #[serde(deserialize_with = "user_content")]

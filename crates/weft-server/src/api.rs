@@ -23,7 +23,7 @@ pub struct ExecuteRequest {
     /// tool-result messages (`[{"role":"toolResult","toolCallId","toolName","content"}]`, which
     /// resume a run awaiting remote tools) or approval decisions
     /// (`{"approvals":[{"toolCallId","approved","reason?"}]}`).
-    #[schema(value_type = Object)]
+    #[schema(schema_with = input_schema)]
     pub input: Input,
     /// For a new session: the messages it starts with and its tools. A tool without a local
     /// executor of the same name is a remote tool, run by the client.
@@ -32,6 +32,63 @@ pub struct ExecuteRequest {
     /// Options.
     #[serde(default)]
     pub options: ExecuteOptions,
+}
+
+/// The schema of `ExecuteRequest.input`: one of its three forms, as the server reads them.
+fn input_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Type};
+    let string = || ObjectBuilder::new().schema_type(Type::String);
+    let tag =
+        |value: &str| ObjectBuilder::new().schema_type(Type::String).enum_values(Some([value]));
+    let text_block = || {
+        ObjectBuilder::new()
+            .property("type", tag("text"))
+            .required("type")
+            .property("text", string())
+            .required("text")
+    };
+    let image_block = || {
+        ObjectBuilder::new()
+            .property("type", tag("image"))
+            .required("type")
+            .property("data", string())
+            .required("data")
+            .property("mimeType", string())
+            .required("mimeType")
+    };
+    let content = || {
+        OneOfBuilder::new().item(string()).item(
+            ArrayBuilder::new().items(OneOfBuilder::new().item(text_block()).item(image_block())),
+        )
+    };
+    let user = ObjectBuilder::new()
+        .property("role", tag("user"))
+        .required("role")
+        .property("content", content())
+        .required("content");
+    let result = ObjectBuilder::new()
+        .property("role", tag("toolResult"))
+        .required("role")
+        .property("toolCallId", string().min_length(Some(1)))
+        .required("toolCallId")
+        .property("toolName", string())
+        .property("content", content())
+        .required("content")
+        .property("isError", ObjectBuilder::new().schema_type(Type::Boolean));
+    let decision = ObjectBuilder::new()
+        .property("toolCallId", string().min_length(Some(1)))
+        .required("toolCallId")
+        .property("approved", ObjectBuilder::new().schema_type(Type::Boolean))
+        .required("approved")
+        .property("reason", string());
+    let approvals = ObjectBuilder::new()
+        .property("approvals", ArrayBuilder::new().items(decision).min_items(Some(1)))
+        .required("approvals");
+    OneOfBuilder::new()
+        .item(user)
+        .item(ArrayBuilder::new().items(result).min_items(Some(1)))
+        .item(approvals)
+        .into()
 }
 
 /// The context of a new session.
@@ -195,6 +252,24 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
             }
         })?;
         parse_json(&bytes).map(JsonBody)
+    }
+}
+
+/// A query string. One that does not parse (a repeated or malformed parameter) is a JSON 400,
+/// like every other mistake of a client.
+pub(crate) struct QueryParams<T>(pub(crate) T);
+
+impl<S: Send + Sync, T: DeserializeOwned> axum::extract::FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Query(value)| QueryParams(value))
+            .map_err(|rejection| ApiError::bad_request("bad_query", rejection.body_text()))
     }
 }
 

@@ -4,14 +4,16 @@ use std::sync::Arc;
 
 use axum::Extension;
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::AppState;
-use crate::api::{AbortResponse, ExecuteRequest, Health, JsonBody, SessionList, SessionView};
+use crate::api::{
+    AbortResponse, ExecuteRequest, Health, JsonBody, QueryParams, SessionList, SessionView,
+};
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::execute::{self, load_owned};
@@ -23,7 +25,33 @@ use crate::stream::{self, Feed, WireFormat};
 pub(crate) struct FormatQuery {
     /// `native`, `loom`, `loom-export`, `aceai`, `ag-ui` or `vercel` (default: from `Accept`:
     /// `application/x-ndjson` → `loom` as NDJSON, otherwise `native` as SSE).
+    #[param(value_type = Option<ProtocolName>)]
     protocol: Option<String>,
+}
+
+/// The wire formats, as `?protocol=` names them (the OpenAPI document's enumeration; the
+/// server parses the query as text and answers 400 for anything else).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub(crate) enum ProtocolName {
+    /// The agent plan's events.
+    #[schema(rename = "native")]
+    Native,
+    /// Loom NDJSON.
+    #[schema(rename = "loom")]
+    Loom,
+    /// Loom's single-key export form.
+    #[schema(rename = "loom-export")]
+    LoomExport,
+    /// AceAI step events.
+    #[schema(rename = "aceai")]
+    Aceai,
+    /// AG-UI events.
+    #[schema(rename = "ag-ui")]
+    AgUi,
+    /// The Vercel AI SDK UI message stream.
+    #[schema(rename = "vercel")]
+    Vercel,
 }
 
 impl FormatQuery {
@@ -38,8 +66,10 @@ impl FormatQuery {
 #[into_params(parameter_in = Query)]
 pub(crate) struct StreamQuery {
     /// The wire format (see `execute`).
+    #[param(value_type = Option<ProtocolName>)]
     protocol: Option<String>,
     /// Resume after this event seq (as the `Last-Event-ID` header does; the header wins).
+    #[param(value_type = Option<u64>, minimum = 0)]
     after: Option<String>,
 }
 
@@ -48,6 +78,7 @@ pub(crate) struct StreamQuery {
 #[into_params(parameter_in = Query)]
 pub(crate) struct ListQuery {
     /// At most this many (1 to 1000, default 100).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     limit: Option<String>,
 }
 
@@ -98,7 +129,7 @@ fn stream_response(
 pub(crate) async fn execute(
     State(state): State<Arc<AppState>>,
     Extension(caller): Extension<Caller>,
-    Query(query): Query<FormatQuery>,
+    QueryParams(query): QueryParams<FormatQuery>,
     headers: HeaderMap,
     JsonBody(request): JsonBody<ExecuteRequest>,
 ) -> Result<Response, ApiError> {
@@ -112,7 +143,7 @@ pub(crate) async fn execute(
     get,
     path = "/api/agent/session/{id}",
     tag = "agent",
-    params(("id" = String, Path, description = "The session id")),
+    params(("id" = String, Path, description = "The session id", pattern = "^[A-Za-z0-9_.:-]{1,128}$")),
     responses(
         (status = 200, description = "The session", body = SessionView),
         (status = 400, description = "Invalid session id", body = ErrorBody),
@@ -158,8 +189,8 @@ pub(crate) async fn get_session(
     path = "/api/agent/session/{id}/stream",
     tag = "agent",
     params(
-        ("id" = String, Path, description = "The session id"),
-        ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event seq: no gap, no duplicate"),
+        ("id" = String, Path, description = "The session id", pattern = "^[A-Za-z0-9_.:-]{1,128}$"),
+        ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this event seq: no gap, no duplicate", minimum = 0),
         StreamQuery,
     ),
     responses(
@@ -175,7 +206,7 @@ pub(crate) async fn attach(
     State(state): State<Arc<AppState>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
-    Query(query): Query<StreamQuery>,
+    QueryParams(query): QueryParams<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let format = WireFormat::negotiate(query.protocol.as_deref(), &headers)?;
@@ -198,9 +229,10 @@ pub(crate) async fn attach(
     post,
     path = "/api/agent/session/{id}/abort",
     tag = "agent",
-    params(("id" = String, Path, description = "The session id")),
+    params(("id" = String, Path, description = "The session id", pattern = "^[A-Za-z0-9_.:-]{1,128}$")),
     responses(
         (status = 200, description = "Aborted: every attached stream ends with the aborted run's end", body = AbortResponse),
+        (status = 400, description = "Invalid session id", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No such session for this caller", body = ErrorBody),
         (status = 409, description = "Nothing to abort", body = ErrorBody),
@@ -234,7 +266,7 @@ pub(crate) async fn abort(
 pub(crate) async fn list_sessions(
     State(state): State<Arc<AppState>>,
     Extension(caller): Extension<Caller>,
-    Query(query): Query<ListQuery>,
+    QueryParams(query): QueryParams<ListQuery>,
 ) -> Result<axum::Json<SessionList>, ApiError> {
     let limit = match query.limit.as_deref() {
         None => 100,
@@ -256,7 +288,7 @@ pub(crate) async fn list_sessions(
     delete,
     path = "/api/agent/session/{id}",
     tag = "agent",
-    params(("id" = String, Path, description = "The session id")),
+    params(("id" = String, Path, description = "The session id", pattern = "^[A-Za-z0-9_.:-]{1,128}$")),
     responses(
         (status = 204, description = "Deleted"),
         (status = 400, description = "Invalid session id", body = ErrorBody),
@@ -336,8 +368,9 @@ pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Response {
 /// This API's OpenAPI description.
 #[utoipa::path(get, path = "/openapi.json", tag = "operations",
     responses((status = 200, description = "OpenAPI 3.1", content_type = "application/json", body = Object)))]
-pub(crate) async fn openapi() -> Response {
-    match crate::openapi::document().to_json() {
+pub(crate) async fn openapi(State(state): State<Arc<AppState>>) -> Response {
+    match crate::openapi::served(state.settings.max_turns).and_then(|doc| serde_json::to_vec(&doc))
+    {
         Ok(json) => {
             let mut response = Response::new(Body::from(json));
             response

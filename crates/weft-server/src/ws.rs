@@ -18,8 +18,8 @@
 use std::sync::Arc;
 
 use axum::Extension;
+use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Query, State};
 use axum::response::Response;
 use futures::{SinkExt, StreamExt};
 use serde::Deserialize;
@@ -28,7 +28,7 @@ use tokio::sync::mpsc;
 use weft_protocol::{Frame, Protocol};
 
 use crate::AppState;
-use crate::api::{ExecuteRequest, parse_json};
+use crate::api::{ExecuteRequest, QueryParams, parse_json};
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::execute;
@@ -66,7 +66,7 @@ struct AbortMessage {
 pub(crate) async fn upgrade(
     State(state): State<Arc<AppState>>,
     Extension(caller): Extension<Caller>,
-    Query(query): Query<FormatQuery>,
+    QueryParams(query): QueryParams<FormatQuery>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
     let protocol = match query.protocol() {
