@@ -181,11 +181,15 @@ struct NoopArgs {
 /// W2: one tool call whose arguments arrive in `n` deltas (arguments exactly `4 n` bytes).
 fn child_w2(kv: &KeyValues) -> Value {
     let n = kv.num("n", 10_000).max(4);
+    // Characters per delta: 4, or larger to see the payload's copies without the per-delta
+    // events the run keeps.
+    let chunk = kv.num("chunk", CHUNK);
     let content = delta_text(n).split_off(14); // `{"content":"` + `"}` make up the 14
     let args = format!("{{\"content\":\"{content}\"}}");
     assert_eq!(args.len(), n * CHUNK);
+    let n = args.len().div_ceil(chunk);
     let script = FauxScript::new([
-        FauxTurn::tool_call("write", Value::String(args.clone())).with_chunk_size(CHUNK),
+        FauxTurn::tool_call("write", Value::String(args.clone())).with_chunk_size(chunk),
         FauxTurn::text("done"),
     ]);
     let write = tool_fn("write", "Writes content", |a: WriteArgs| async move {
@@ -326,16 +330,17 @@ fn child_w4(kv: &KeyValues) -> Value {
     let system_prompt = format!("You are a helpful assistant. {}", text_of(2000, 3));
     let rt = rt();
     rt.block_on(async {
-        // One session made and dropped first, so one-off allocations are in the baseline.
+        // One session made and dropped first, so one-off allocations are in the baseline; the
+        // conversations' JSON is made beforehand (the session files, as it were), so the
+        // temporaries of building it do not fragment the heap being measured.
         drop(agent.create_session(SessionOptions::default()).await.unwrap());
+        let files: Vec<String> = (0..s).map(|i| conversation(i, m / 2, 200, 600)).collect();
+        let json_bytes: usize = files.iter().map(String::len).sum();
+        let mut sessions = Vec::with_capacity(s);
         let base = status_kb("VmRSS");
         let start = Instant::now();
-        let mut sessions = Vec::with_capacity(s);
-        let mut json_bytes = 0;
-        for i in 0..s {
-            let json = conversation(i, m / 2, 200, 600);
-            json_bytes += json.len();
-            let messages: Vec<Message> = serde_json::from_str(&json).unwrap();
+        for json in &files {
+            let messages: Vec<Message> = serde_json::from_str(json).unwrap();
             let options = SessionOptions {
                 messages,
                 system_prompt: Some(system_prompt.clone()),
@@ -353,6 +358,12 @@ fn child_w4(kv: &KeyValues) -> Value {
             "rssPerSessionKB": (after.saturating_sub(base)) as f64 / s as f64,
             "handleVecBytesPerSession": handles / s.max(1),
             "convJsonBytesPerSession": json_bytes / s.max(1),
+            "sizeOf": {
+                "Message": std::mem::size_of::<Message>(),
+                "AssistantContent": std::mem::size_of::<weft_core::AssistantContent>(),
+                "UserContent": std::mem::size_of::<weft_core::UserContent>(),
+                "Session": std::mem::size_of::<weft_core::Session>(),
+            },
         })
     })
 }
@@ -561,27 +572,31 @@ impl Orchestra {
         (bytes, lines, small_bytes, small_lines)
     }
 
-    /// Instructions executed by `program args` under callgrind (stdout discarded).
-    fn instructions(&self, program: &Path, args: &[String]) -> u64 {
+    /// Instructions executed by `program args` under callgrind, and the lines it wrote to
+    /// stdout.
+    fn instructions(&self, program: &Path, args: &[String]) -> (u64, u64) {
         let mut all = vec![
             "--tool=callgrind".to_string(),
             format!("--callgrind-out-file={}", self.tmp.join("callgrind.out").display()),
             program.display().to_string(),
         ];
         all.extend_from_slice(args);
+        let stdout_path = self.tmp.join("callgrind.stdout");
         let out = Command::new("valgrind")
             .args(&all)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(std::fs::File::create(&stdout_path).unwrap())
             .stderr(Stdio::piped())
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "callgrind of {args:?} failed: {stderr}");
-        stderr
+        let lines = std::fs::read(&stdout_path).unwrap().iter().filter(|b| **b == b'\n').count();
+        let instructions = stderr
             .lines()
             .find_map(|l| l.split_once("Collected :").map(|(_, n)| n.trim().parse().unwrap()))
-            .unwrap_or_else(|| panic!("no `Collected` line from callgrind: {stderr}"))
+            .unwrap_or_else(|| panic!("no `Collected` line from callgrind: {stderr}"));
+        (instructions, lines as u64)
     }
 
     /// Runs pi's harness `runs` times; each run's JSON and whole process.
@@ -741,19 +756,21 @@ impl Orchestra {
                 let cg = env_usize("WEFT_COMPARE_CG_DELTAS", 200_000).max(2_000);
                 let small = 1_000;
                 eprintln!("  callgrind {name} at {cg} and {small} deltas…");
-                let big = self.instructions(&weft, &Self::weft_args(&self.w1_script(cg), format));
-                let base =
+                let (big, frames) =
+                    self.instructions(&weft, &Self::weft_args(&self.w1_script(cg), format));
+                let (base, _) =
                     self.instructions(&weft, &Self::weft_args(&self.w1_script(small), format));
                 let ipd = (big.saturating_sub(base)) as f64 / (cg - small) as f64;
                 self.row(
                     &label,
                     &format!(
-                        "{name}: instructions per delta (callgrind, (I({}) − I({})) / {}; I({}) = {})",
+                        "{name}: instructions per delta (callgrind, (I({}) − I({})) / {}; I({}) = {}; {} lines written at {0})",
                         thousands(cg as u64),
                         thousands(small as u64),
                         thousands((cg - small) as u64),
                         thousands(small as u64),
-                        thousands(base)
+                        thousands(base),
+                        thousands(frames)
                     ),
                     thousands(ipd as u64),
                     "–".into(),
@@ -841,6 +858,24 @@ impl Orchestra {
             "–".into(),
             "–".into(),
         );
+        let runs = self.child_runs(&["child-w2".into(), format!("n={big}"), "chunk=4096".into()]);
+        let above_big: Vec<f64> =
+            runs.iter().filter_map(|v| v["peakAboveBaseKB"].as_f64()).collect();
+        let deltas = runs[0]["N"].as_u64().unwrap();
+        if !above_big.is_empty() {
+            let b = median(above_big) * 1024.0;
+            self.row(
+                &format!(
+                    "W2 {:.1} MB of arguments in {} deltas of 4,096",
+                    bytes / 1e6,
+                    thousands(deltas)
+                ),
+                "peak RSS above the baseline, MiB; × argument size",
+                format!("{:.1}; {:.1}×", b / 1048576.0, b / bytes),
+                "–".into(),
+                "–".into(),
+            );
+        }
         if !self.quick {
             self.target(
                 "a 2 MB tool-argument call peaks under 3× its size above the baseline",
@@ -918,7 +953,8 @@ impl Orchestra {
         }
         if self.callgrind {
             eprintln!("  callgrind w3 at 10, 20, 990, 1,000 turns…");
-            let i = |t: usize| self.instructions(&self.me, &["child-w3".into(), format!("t={t}")]);
+            let i =
+                |t: usize| self.instructions(&self.me, &["child-w3".into(), format!("t={t}")]).0;
             let early = (i(20).saturating_sub(i(10))) as f64 / 10.0;
             let late = (i(1000).saturating_sub(i(990))) as f64 / 10.0;
             let ratio = late / early;
@@ -958,6 +994,7 @@ impl Orchestra {
             (median(v.clone()), min(&v))
         });
         let json = weft[0]["convJsonBytesPerSession"].as_f64().unwrap();
+        println!("W4: Weft sizes (bytes): {}", weft[0]["sizeOf"]);
         self.row(
             &label,
             &format!("RSS growth per session, KB (conversation JSON: {:.1} KB)", json / 1024.0),
