@@ -132,7 +132,11 @@ impl<'a> IntoIterator for &'a History {
 
 impl From<Vec<Message>> for History {
     fn from(messages: Vec<Message>) -> Self {
-        messages.into_iter().collect()
+        // Not `collect()`: collecting a `Vec<Message>` into pointers reuses its (much larger)
+        // buffer, which would then stay allocated for as long as the history lives.
+        let mut shared = Vec::with_capacity(messages.len());
+        shared.extend(messages.into_iter().map(Arc::new));
+        Self(Arc::new(shared))
     }
 }
 
@@ -144,7 +148,9 @@ impl From<Vec<Arc<Message>>> for History {
 
 impl<M: Into<Arc<Message>>> FromIterator<M> for History {
     fn from_iter<I: IntoIterator<Item = M>>(iter: I) -> Self {
-        Self(Arc::new(iter.into_iter().map(Into::into).collect()))
+        let mut shared: Vec<Arc<Message>> = iter.into_iter().map(Into::into).collect();
+        shared.shrink_to_fit();
+        Self(Arc::new(shared))
     }
 }
 
@@ -192,6 +198,15 @@ mod tests {
         // Unshared: appended in place (the Arc's allocation is the same one).
         assert_eq!(before, Arc::as_ptr(&history.0));
         assert_eq!(history.len(), 5);
+    }
+
+    #[test]
+    fn a_history_made_from_messages_keeps_no_larger_buffer() {
+        let messages: Vec<Message> = (0..20).map(|i| user(&i.to_string())).collect();
+        let history = History::from(messages);
+        assert_eq!(history.0.capacity(), 20);
+        let collected: History = (0..20).map(|i| user(&i.to_string())).collect();
+        assert_eq!(collected.0.capacity(), 20);
     }
 
     #[test]
