@@ -327,7 +327,9 @@ fn child_w4(kv: &KeyValues) -> Value {
     let m = kv.num("msgs", 20);
     let noop = tool_fn("noop", "Does nothing", |_: NoopArgs| async { Ok::<_, String>("ok") });
     let agent = Agent::builder(FauxProvider::new(FauxScript::new([]))).tool(noop).build().unwrap();
-    let system_prompt = format!("You are a helpful assistant. {}", text_of(2000, 3));
+    // One prompt shared by every session, as pi's bench shares one string.
+    let system_prompt: std::sync::Arc<str> =
+        format!("You are a helpful assistant. {}", text_of(2000, 3)).into();
     let rt = rt();
     rt.block_on(async {
         // One session made and dropped first, so one-off allocations are in the baseline; the
@@ -343,7 +345,7 @@ fn child_w4(kv: &KeyValues) -> Value {
             let messages: Vec<Message> = serde_json::from_str(json).unwrap();
             let options = SessionOptions {
                 messages,
-                system_prompt: Some(system_prompt.clone()),
+                system_prompt: Some(std::sync::Arc::clone(&system_prompt)),
                 ..SessionOptions::default()
             };
             sessions.push(agent.create_session(options).await.unwrap());

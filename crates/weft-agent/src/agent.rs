@@ -106,7 +106,7 @@ pub struct AgentConfig {
     /// The default model id for new sessions.
     pub model: String,
     /// The default system prompt for new sessions.
-    pub system_prompt: Option<String>,
+    pub system_prompt: Option<Arc<str>>,
     /// How many model calls one run may make.
     pub max_turns: u32,
     /// How long a local tool call may run (a tool may set its own).
@@ -256,8 +256,8 @@ impl AgentBuilder {
         self
     }
 
-    /// Sets the default system prompt.
-    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+    /// Sets the default system prompt (one copy, shared by every session that uses it).
+    pub fn system_prompt(mut self, prompt: impl Into<Arc<str>>) -> Self {
         self.config.system_prompt = Some(prompt.into());
         self
     }
@@ -405,7 +405,7 @@ pub struct SessionOptions {
     /// The model (default: the agent's).
     pub model: Option<String>,
     /// The system prompt (default: the agent's).
-    pub system_prompt: Option<String>,
+    pub system_prompt: Option<Arc<str>>,
     /// Remote tools: specs without executors, run by the client.
     pub tools: Vec<ToolSpec>,
     /// Messages the conversation starts with.

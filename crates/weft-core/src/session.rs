@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
 use crate::history::History;
 use crate::message::{TimestampMs, ToolCall, ToolResultMessage, UserMessage};
@@ -259,7 +260,7 @@ pub struct Session {
     pub model: String,
     /// The system prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system_prompt: Option<String>,
+    pub system_prompt: Option<Arc<str>>,
     /// The session's own tools: specs given by the client. Those without a local executor of
     /// the same name are remote.
     #[serde(default)]

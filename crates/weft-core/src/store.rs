@@ -124,7 +124,7 @@ pub struct SessionHead {
     pub model: String,
     /// The system prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system_prompt: Option<String>,
+    pub system_prompt: Option<Arc<str>>,
     /// The session's own tools (remote tools: specs given by the client).
     #[serde(default)]
     pub tools: Vec<ToolSpec>,

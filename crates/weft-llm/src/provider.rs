@@ -1,6 +1,7 @@
 //! The [`Provider`] contract: a model call as a stream of events.
 
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use weft_core::{History, Prices, StopReason, ToolSpec, Usage};
 
 use crate::CancellationToken;
@@ -16,7 +17,7 @@ pub struct ModelRequest {
     pub model: String,
     /// The system prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system_prompt: Option<String>,
+    pub system_prompt: Option<Arc<str>>,
     /// The conversation so far: the session's own log, shared (see [`History`]); a hook that
     /// edits it copies it first.
     pub messages: History,

@@ -179,7 +179,7 @@ async fn create(
         .create_session(SessionOptions {
             id,
             model: options.model.clone(),
-            system_prompt: options.system_prompt.clone().or(context.system_prompt),
+            system_prompt: options.system_prompt.clone().or(context.system_prompt).map(Into::into),
             tools: context.tools,
             messages: context.messages,
             owner: caller.owner.clone(),

@@ -172,7 +172,7 @@ pub(crate) async fn get_session(
         status: s.status,
         provider: s.provider,
         model: s.model,
-        system_prompt: s.system_prompt,
+        system_prompt: s.system_prompt.as_deref().map(str::to_owned),
         tools: s.tools,
         messages: s.messages,
         usage: s.usage,
