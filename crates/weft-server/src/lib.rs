@@ -13,6 +13,8 @@
 //! | `POST /api/agent/session/{id}/abort` | abort the run (409: nothing to abort) |
 //! | `GET /api/agent/sessions`, `DELETE /api/agent/session/{id}` | list / delete the caller's sessions |
 //! | `GET /api/agent/ws` | the same over WebSocket text frames (see the `ws` module source) |
+//! | `POST /api/ag-ui` | AG-UI 1.0: `RunAgentInput` in, AG-UI events out (see the `agui` module source) |
+//! | `POST /api/chat`, `GET /api/chat/{id}/stream` | the Vercel AI SDK's `useChat` (6 and 7): its request in, the UI message stream out; the GET resumes the running stream (204: none) |
 //! | `GET /healthz`, `GET /readyz`, `GET /metrics`, `GET /openapi.json` | liveness, readiness (the store answers), Prometheus metrics, the API description |
 //! | `GET /`, `GET /playground/{file}` | the web playground (`clients/typescript`, embedded) |
 //!
@@ -40,11 +42,14 @@
 //! # Ok(()) }
 //! ```
 
+mod agui;
 mod api;
 mod auth;
+mod chat;
 mod config;
 mod error;
 mod execute;
+mod frontends;
 mod metrics;
 mod openapi;
 mod playground;
@@ -167,6 +172,9 @@ impl Server {
             .route("/api/agent/session/{id}/abort", post(routes::abort))
             .route("/api/agent/sessions", get(routes::list_sessions))
             .route("/api/agent/ws", get(ws::upgrade))
+            .route("/api/ag-ui", post(agui::run))
+            .route("/api/chat", post(chat::post))
+            .route("/api/chat/{id}/stream", get(chat::resume))
             .route_layer(middleware::from_fn_with_state(Arc::clone(&state), auth::authenticate));
         let request_id = HeaderName::from_static("x-request-id");
         Router::new()
@@ -254,6 +262,7 @@ fn cors(origins: &[String]) -> CorsLayer {
         .expose_headers([
             HeaderName::from_static("x-session-id"),
             HeaderName::from_static("x-run-id"),
+            HeaderName::from_static("x-vercel-ai-ui-message-stream"),
         ]);
     if origins.iter().any(|o| o == "*") {
         return layer.allow_origin(AllowOrigin::any());

@@ -70,7 +70,12 @@ pub(crate) struct Renderer {
 
 impl Renderer {
     pub(crate) fn new(protocol: Protocol) -> Self {
-        Self { encoder: protocol.encoder(), frames: Vec::new() }
+        Self::with_encoder(protocol.encoder())
+    }
+
+    /// A renderer with an encoder set up by the caller (the front-end endpoints configure theirs).
+    pub(crate) fn with_encoder(encoder: Box<dyn Encoder>) -> Self {
+        Self { encoder, frames: Vec::new() }
     }
 
     /// Feeds an event the client has already seen: the encoder's state moves on, nothing is
@@ -154,10 +159,20 @@ pub(crate) struct Feed {
 /// Renders a feed as an HTTP body: frames as they come, SSE keep-alive comments while idle, the
 /// format's closing frames at the end; ends early when the server shuts down.
 pub(crate) fn body(state: Arc<AppState>, feed: Feed, format: WireFormat) -> Body {
+    body_with(state, feed, format.framing, format.protocol.encoder())
+}
+
+/// [`body`] with an encoder of the caller's.
+pub(crate) fn body_with(
+    state: Arc<AppState>,
+    feed: Feed,
+    framing: Framing,
+    encoder: Box<dyn Encoder>,
+) -> Body {
     let stream = async_stream::stream! {
         let Feed { mut records, seen, mut cancel } = feed;
         let _gauge = ClientGauge::new(Arc::clone(&state));
-        let mut renderer = Renderer::new(format.protocol);
+        let mut renderer = Renderer::with_encoder(encoder);
         let mut keep_alive = tokio::time::interval(state.settings.keep_alive);
         keep_alive.tick().await;
         let closing = state.closing.clone();
@@ -165,7 +180,7 @@ pub(crate) fn body(state: Arc<AppState>, feed: Feed, format: WireFormat) -> Body
             let record = tokio::select! {
                 record = records.next() => record,
                 _ = keep_alive.tick() => {
-                    if format.framing == Framing::Sse {
+                    if framing == Framing::Sse {
                         yield Ok::<Bytes, std::convert::Infallible>(Bytes::from_static(b": keep-alive\n\n"));
                     }
                     continue;
@@ -180,7 +195,7 @@ pub(crate) fn body(state: Arc<AppState>, feed: Feed, format: WireFormat) -> Body
             let ended = matches!(record.event, AgentEvent::SessionEnd { .. });
             let mut out = String::new();
             for frame in renderer.frames(&record) {
-                write(format.framing, &frame, &mut out);
+                write(framing, &frame, &mut out);
             }
             state.metrics.events(1);
             if ended && let Some(cancel) = cancel.as_mut() {
@@ -193,7 +208,7 @@ pub(crate) fn body(state: Arc<AppState>, feed: Feed, format: WireFormat) -> Body
         }
         let mut out = String::new();
         for frame in renderer.finish() {
-            write(format.framing, &frame, &mut out);
+            write(framing, &frame, &mut out);
         }
         if !out.is_empty() {
             yield Ok(Bytes::from(out));

@@ -1,0 +1,473 @@
+//! `POST /api/ag-ui`: [AG-UI](https://docs.ag-ui.com) 1.0. A `RunAgentInput` in, AG-UI events out
+//! over SSE (rendered by `weft_protocol::agui`).
+//!
+//! - `threadId` is the session (created on the first run, owned by the caller's API key; another
+//!   owner's thread is a 404). `runId` is the client's: the run's events carry Weft's own run id.
+//! - `messages` is the whole conversation. On a new thread everything before the last user
+//!   message becomes the session's history; on an existing one, the request's input is what is
+//!   new: a user message beyond those the session has, the `tool` messages answering the calls the
+//!   session waits for, or the `resume[]` answers to its interrupts. A request with nothing new
+//!   re-attaches to the thread's live run (or gets its last run again): that is how a client
+//!   reconnects.
+//! - `tools` are the client's tools, remote tools for Weft (a tool named like one of the server's
+//!   own runs on the server). `metadata.requiresApproval: true` (or `requiresApproval: true`)
+//!   makes every call of it wait for approval. Tools are fixed when the thread is created.
+//! - A run that stops on client tools ends with `RUN_FINISHED` outcome `success` and
+//!   `pendingToolCallIds`; the results come back as `tool` messages in the next run and are not
+//!   echoed back. A run that needs approval ends with outcome `interrupt`, one interrupt per call
+//!   (`id` = the tool call id); `resume: [{interruptId, status: "resolved", payload: {approved,
+//!   reason?}}]` decides (a `resolved` without `approved: false` approves; `cancelled` denies).
+//! - `state`: the run's `STATE_SNAPSHOT`, sent before its last event, is the client's state with
+//!   the session's own under `weft` (`sessionId`, `status`).
+//! - `context` entries and `system` / `developer` messages join the new session's system prompt.
+//! - `forwardedProps.weft` takes the options of `/api/agent/execute` (`provider`, `model`,
+//!   `systemPrompt`, `maxTurns`, `multitask`, `onDisconnect`).
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::State;
+use axum::response::Response;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use weft_core::{
+    AgentEvent, ApprovalDecision, AssistantContent, AssistantMessage, Input, Message, StopReason,
+    TextContent, ToolCall, ToolResultMessage, ToolSpec, UserContent, UserMessage, now_ms,
+};
+use weft_protocol::agui::AgUiEncoder;
+use weft_protocol::{Encoder, Frame};
+
+use crate::AppState;
+use crate::api::{ExecuteContext, ExecuteOptions, JsonBody};
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody};
+use crate::frontends::{self, Conversation, Plan, arguments, user_count};
+
+/// AG-UI's `RunAgentInput` (unknown fields are ignored).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RunAgentInput {
+    /// The conversation: Weft's session id.
+    pub(crate) thread_id: String,
+    /// The state the run starts from.
+    #[serde(default)]
+    pub(crate) state: Option<Value>,
+    /// The whole conversation, in order.
+    pub(crate) messages: Vec<AgUiMessage>,
+    /// The client's tools (remote tools).
+    #[serde(default, deserialize_with = "null_default")]
+    pub(crate) tools: Vec<AgUiTool>,
+    /// Ambient information for the run.
+    #[serde(default, deserialize_with = "null_default")]
+    pub(crate) context: Vec<AgUiContext>,
+    /// Application values; `weft` holds the execute options.
+    #[serde(default)]
+    pub(crate) forwarded_props: Option<Value>,
+    /// Answers to the interrupts of the previous run.
+    #[serde(default, deserialize_with = "null_default")]
+    pub(crate) resume: Vec<ResumeEntry>,
+}
+
+fn null_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// An AG-UI message.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase", rename_all_fields = "camelCase")]
+pub(crate) enum AgUiMessage {
+    /// From the user.
+    User {
+        /// Text or content parts.
+        content: Content,
+    },
+    /// From the agent.
+    Assistant {
+        /// Its text.
+        #[serde(default)]
+        content: Option<String>,
+        /// Its tool calls.
+        #[serde(default, deserialize_with = "null_default")]
+        tool_calls: Vec<AgUiToolCall>,
+    },
+    /// A tool's result.
+    Tool {
+        /// The result.
+        content: Content,
+        /// The call it answers.
+        tool_call_id: String,
+        /// Set when the tool failed.
+        #[serde(default)]
+        error: Option<String>,
+    },
+    /// A system message.
+    System {
+        /// Its text.
+        content: String,
+    },
+    /// A developer message.
+    Developer {
+        /// Its text.
+        content: String,
+    },
+    /// `reasoning`, `activity` and roles to come: not part of the model's conversation.
+    #[serde(other)]
+    Other,
+}
+
+/// Text, or content parts (`{type: "text", text}`; other parts are not read).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Content {
+    /// Text.
+    Text(String),
+    /// Parts.
+    Parts(Vec<Value>),
+}
+
+impl Content {
+    fn text(&self) -> String {
+        match self {
+            Content::Text(text) => text.clone(),
+            Content::Parts(parts) => parts
+                .iter()
+                .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(""),
+        }
+    }
+}
+
+/// A tool call of an assistant message.
+#[derive(Debug, Deserialize)]
+pub(crate) struct AgUiToolCall {
+    /// Its id.
+    pub(crate) id: String,
+    /// The function called.
+    pub(crate) function: AgUiFunctionCall,
+}
+
+/// `{name, arguments}` (arguments: a JSON text).
+#[derive(Debug, Deserialize)]
+pub(crate) struct AgUiFunctionCall {
+    /// The tool.
+    pub(crate) name: String,
+    /// The arguments.
+    #[serde(default)]
+    pub(crate) arguments: Value,
+}
+
+/// A client tool.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AgUiTool {
+    /// Its name.
+    pub(crate) name: String,
+    /// What it does.
+    #[serde(default)]
+    pub(crate) description: Option<String>,
+    /// JSON Schema of its arguments.
+    #[serde(default)]
+    pub(crate) parameters: Option<Value>,
+    /// `requiresApproval: true` asks for approval of every call.
+    #[serde(default)]
+    pub(crate) metadata: Option<Value>,
+    /// The same, outside `metadata`.
+    #[serde(default)]
+    pub(crate) requires_approval: Option<bool>,
+}
+
+/// A context entry.
+#[derive(Debug, Deserialize)]
+pub(crate) struct AgUiContext {
+    /// What it is.
+    #[serde(default)]
+    pub(crate) description: String,
+    /// The context itself.
+    #[serde(default)]
+    pub(crate) value: Value,
+}
+
+/// An answer to an interrupt.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ResumeEntry {
+    /// The interrupt (Weft: the tool call id).
+    pub(crate) interrupt_id: String,
+    /// `resolved` or `cancelled`.
+    pub(crate) status: ResumeStatus,
+    /// For a tool call: `{approved, reason?}`.
+    #[serde(default)]
+    pub(crate) payload: Option<Value>,
+}
+
+/// How an interrupt was answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ResumeStatus {
+    /// Answered.
+    Resolved,
+    /// Abandoned.
+    Cancelled,
+}
+
+impl AgUiTool {
+    fn spec(&self) -> ToolSpec {
+        let approval = self.requires_approval.unwrap_or(false)
+            || self
+                .metadata
+                .as_ref()
+                .and_then(|m| m.get("requiresApproval"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+        ToolSpec {
+            name: self.name.clone(),
+            label: String::new(),
+            description: self.description.clone().unwrap_or_default(),
+            parameters: self
+                .parameters
+                .clone()
+                .filter(|p| p.is_object())
+                .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+            requires_approval: approval,
+        }
+    }
+}
+
+fn decision(entry: &ResumeEntry) -> ApprovalDecision {
+    let payload = entry.payload.as_ref();
+    let reason = payload.and_then(|p| p.get("reason")).and_then(Value::as_str).map(str::to_string);
+    let approved = entry.status == ResumeStatus::Resolved
+        && match payload {
+            Some(Value::Bool(b)) => *b,
+            Some(p) => p.get("approved").and_then(Value::as_bool).unwrap_or(true),
+            None => true,
+        };
+    let reason = match (approved, reason, entry.status) {
+        (true, _, _) => None,
+        (false, Some(reason), _) => Some(reason),
+        (false, None, ResumeStatus::Cancelled) => Some("The user cancelled the call.".into()),
+        (false, None, ResumeStatus::Resolved) => Some("The user denied the call.".into()),
+    };
+    ApprovalDecision { tool_call_id: entry.interrupt_id.clone(), approved, reason }
+}
+
+/// The request's conversation in Weft's terms, and its system prompt.
+fn conversation(input: &RunAgentInput) -> (Conversation, Option<String>) {
+    let mut names = std::collections::HashMap::new();
+    let mut history = Vec::new();
+    let mut system = Vec::new();
+    let mut user_count = 0;
+    for message in &input.messages {
+        match message {
+            AgUiMessage::User { content } => {
+                user_count += 1;
+                history.push(Message::User(UserMessage {
+                    content: vec![UserContent::text(content.text())],
+                    timestamp: now_ms(),
+                }));
+            }
+            AgUiMessage::Assistant { content, tool_calls } => {
+                let mut blocks = Vec::new();
+                if let Some(text) = content.as_deref().filter(|t| !t.is_empty()) {
+                    blocks.push(AssistantContent::Text(TextContent { text: text.to_string() }));
+                }
+                for call in tool_calls {
+                    names.insert(call.id.clone(), call.function.name.clone());
+                    blocks.push(AssistantContent::ToolCall(ToolCall {
+                        id: call.id.clone(),
+                        name: call.function.name.clone(),
+                        arguments: arguments(&call.function.arguments),
+                    }));
+                }
+                let mut message = AssistantMessage::empty("ag-ui", "client");
+                message.stop_reason =
+                    if tool_calls.is_empty() { StopReason::Stop } else { StopReason::ToolUse };
+                message.content = blocks;
+                history.push(Message::Assistant(message));
+            }
+            AgUiMessage::Tool { content, tool_call_id, error } => {
+                let text = match error {
+                    Some(error) if content.text().is_empty() => error.clone(),
+                    _ => content.text(),
+                };
+                history.push(Message::ToolResult(ToolResultMessage {
+                    tool_call_id: tool_call_id.clone(),
+                    tool_name: names.get(tool_call_id).cloned().unwrap_or_default(),
+                    content: vec![UserContent::text(text)],
+                    details: None,
+                    is_error: error.is_some(),
+                    timestamp: now_ms(),
+                }));
+            }
+            AgUiMessage::System { content } | AgUiMessage::Developer { content } => {
+                system.push(content.clone());
+            }
+            AgUiMessage::Other => {}
+        }
+    }
+    for entry in &input.context {
+        let value = match &entry.value {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        system.push(format!("{}: {value}", entry.description));
+    }
+    let last_user = match history.last() {
+        Some(Message::User(_)) => match history.pop() {
+            Some(Message::User(user)) => Some(user),
+            _ => None,
+        },
+        _ => None,
+    };
+    let system = (!system.is_empty()).then(|| system.join("\n\n"));
+    (Conversation { history, last_user, user_count }, system)
+}
+
+fn options(input: &RunAgentInput) -> Result<ExecuteOptions, ApiError> {
+    let Some(weft) = input.forwarded_props.as_ref().and_then(|p| p.get("weft")) else {
+        return Ok(ExecuteOptions::default());
+    };
+    let weft = weft.clone();
+    serde_path_to_error::deserialize(weft).map_err(|e| {
+        let path = e.path().to_string();
+        ApiError::bad_request(
+            "bad_request",
+            format!("invalid request: forwardedProps.weft.{path}: {}", e.inner()),
+        )
+    })
+}
+
+/// Run an agent with AG-UI (`RunAgentInput` in, AG-UI events out).
+#[utoipa::path(
+    post,
+    path = "/api/ag-ui",
+    tag = "front ends",
+    request_body(content = Object, description = "AG-UI `RunAgentInput`: `threadId` (the session), `runId`, `messages`, `tools` (the client's: remote tools; `metadata.requiresApproval`), `state`, `context`, `forwardedProps` (`weft`: execute options), `resume[]`"),
+    responses(
+        (status = 200, description = "AG-UI events (SSE): `RUN_STARTED` … `RUN_FINISHED` (outcome `success` with `pendingToolCallIds` for client tools, `interrupt` for approvals) or `RUN_ERROR`",
+         content_type = "text/event-stream", body = String),
+        (status = 400, description = "Malformed input (the message says where), a new thread not ending with a user message", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "A thread of another owner", body = ErrorBody),
+        (status = 409, description = "The thread is running, or waits for other answers", body = ErrorBody),
+        (status = 422, description = "A tool result or resume entry for an unknown call", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn run(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    JsonBody(input): JsonBody<RunAgentInput>,
+) -> Result<Response, ApiError> {
+    let options = options(&input)?;
+    let id = input.thread_id.clone();
+    let existing = frontends::existing(&state, &caller, &id).await?;
+    let (conversation, system) = conversation(&input);
+    let answered: Vec<String> = input
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            AgUiMessage::Tool { tool_call_id, .. } => Some(tool_call_id.clone()),
+            _ => None,
+        })
+        .collect();
+    let plan = match &existing {
+        None => match conversation.last_user.clone() {
+            Some(user) => Plan::Run(Input::User(user)),
+            None => {
+                return Err(ApiError::bad_request(
+                    "user_message_required",
+                    format!(
+                        "thread {:?} is new: its messages must end with a user message",
+                        input.thread_id
+                    ),
+                ));
+            }
+        },
+        Some(session) => {
+            let pending = session.pending_tool_calls();
+            if !input.resume.is_empty() {
+                Plan::Run(Input::Approvals {
+                    approvals: input.resume.iter().map(decision).collect(),
+                })
+            } else if !pending.is_empty()
+                && let results = tool_results(&conversation.history, &pending)
+                && !results.is_empty()
+            {
+                Plan::Run(Input::ToolResults(results))
+            } else if conversation.user_count > user_count(session)
+                && let Some(user) = conversation.last_user.clone()
+            {
+                Plan::Run(Input::User(user))
+            } else {
+                Plan::Attach
+            }
+        }
+    };
+    let client_state = input.state.clone();
+    let tools: Vec<ToolSpec> = input.tools.iter().map(AgUiTool::spec).collect();
+    let history = conversation.history;
+    let streamed = frontends::start(
+        &state,
+        &caller,
+        &id,
+        existing.is_some(),
+        plan,
+        move || ExecuteContext { messages: history, tools, system_prompt: system },
+        options,
+    )
+    .await?;
+    let encoder =
+        AgUiStream { inner: AgUiEncoder::new().client_answered(answered), state: client_state };
+    Ok(frontends::sse(state, streamed, Box::new(encoder), None))
+}
+
+/// The results, among the conversation's tool messages, of the calls the session waits for.
+fn tool_results(history: &[Message], pending: &[ToolCall]) -> Vec<ToolResultMessage> {
+    history
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(r) => pending.iter().find(|c| c.id == r.tool_call_id).map(|c| {
+                let mut r = r.clone();
+                r.tool_name = c.name.clone();
+                r
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The AG-UI encoder, with the run's state sent before its last event.
+struct AgUiStream {
+    inner: AgUiEncoder,
+    state: Option<Value>,
+}
+
+impl Encoder for AgUiStream {
+    fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
+        let start = out.len();
+        self.inner.encode(event, out);
+        if let AgentEvent::SessionEnd { session_id, status, .. } = event
+            && out.len() > start
+        {
+            let mut snapshot = match &self.state {
+                Some(Value::Object(map)) => map.clone(),
+                _ => Map::new(),
+            };
+            snapshot.insert("weft".into(), json!({ "sessionId": session_id, "status": status }));
+            let frame = Frame::json(&json!({ "type": "STATE_SNAPSHOT", "snapshot": snapshot }));
+            out.insert(out.len() - 1, frame);
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<Frame>) {
+        self.inner.finish(out);
+    }
+}

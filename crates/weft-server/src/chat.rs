@@ -1,0 +1,428 @@
+//! `POST /api/chat` and `GET /api/chat/{id}/stream`: the Vercel AI SDK's `useChat` (AI SDK 6
+//! and 7, `DefaultChatTransport`). The UI message stream out (rendered by
+//! `weft_protocol::vercel`), with the header `x-vercel-ai-ui-message-stream: v1`.
+//!
+//! - `id` is the session (created on the first request, owned by the caller's API key; another
+//!   owner's chat is a 404). `messages` are the UI messages with their parts; what is new in them
+//!   is the input: the last user message when it is beyond those the session has; the outputs of
+//!   the client-side tool parts the session waits for (`output-available` / `output-error`); the
+//!   approval responses (`approval-responded` parts, `approval.approved`) of the calls waiting
+//!   for approval. A request with nothing new re-attaches to the live or last run.
+//! - Weft's extras in the body (`DefaultChatTransport({ body })`): `tools` (Weft tool specs
+//!   `{name, description, parameters, requiresApproval?}`: remote tools the client runs, or
+//!   server tools by name), `system` (the system prompt) and `options` (the options of
+//!   `/api/agent/execute`). Tools and the system prompt are fixed when the chat is created.
+//! - Results the client supplied are not echoed back; a denied call ends as
+//!   `tool-output-denied`.
+//! - `trigger: "regenerate-message"` is refused (a session's history is append-only).
+//! - `GET /api/chat/{id}/stream` streams the run under way from its start (`useChat({ resume:
+//!   true })`), 204 when nothing runs.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use weft_core::{
+    AgentEvent, ApprovalDecision, AssistantContent, AssistantMessage, Input, Message,
+    SessionStatus, StopReason, TextContent, ThinkingContent, ToolCall, ToolResultMessage, ToolSpec,
+    UserContent, UserMessage, now_ms,
+};
+use weft_protocol::vercel::{HEADER, VercelEncoder};
+use weft_protocol::{Encoder, Frame};
+
+use crate::AppState;
+use crate::api::{ExecuteContext, ExecuteOptions, JsonBody};
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody};
+use crate::frontends::{self, Conversation, Plan, arguments, output_text, user_count};
+
+/// The body `useChat` posts (unknown fields are ignored).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ChatRequest {
+    /// The chat: Weft's session id.
+    pub(crate) id: String,
+    /// The whole conversation as UI messages.
+    pub(crate) messages: Vec<UiMessage>,
+    /// `submit-message` (default) or `regenerate-message`.
+    #[serde(default)]
+    pub(crate) trigger: Option<String>,
+    /// Weft: the chat's tools (on creation).
+    #[serde(default)]
+    pub(crate) tools: Vec<ToolSpec>,
+    /// Weft: the system prompt (on creation).
+    #[serde(default)]
+    pub(crate) system: Option<String>,
+    /// Weft: the execute options.
+    #[serde(default)]
+    pub(crate) options: ExecuteOptions,
+}
+
+/// A UI message.
+#[derive(Debug, Deserialize)]
+pub(crate) struct UiMessage {
+    /// `system`, `user` or `assistant`.
+    pub(crate) role: UiRole,
+    /// Its parts.
+    #[serde(default)]
+    pub(crate) parts: Vec<Value>,
+}
+
+/// A UI message's role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum UiRole {
+    /// System.
+    System,
+    /// User.
+    User,
+    /// Assistant.
+    Assistant,
+}
+
+/// A tool part of a UI message (`tool-NAME` or `dynamic-tool`).
+struct ToolPart<'a> {
+    name: String,
+    id: &'a str,
+    state: &'a str,
+    part: &'a Value,
+}
+
+fn tool_part(part: &Value) -> Option<ToolPart<'_>> {
+    let kind = part.get("type")?.as_str()?;
+    let name = if kind == "dynamic-tool" {
+        part.get("toolName")?.as_str()?.to_string()
+    } else {
+        kind.strip_prefix("tool-")?.to_string()
+    };
+    Some(ToolPart {
+        name,
+        id: part.get("toolCallId")?.as_str()?,
+        state: part.get("state").and_then(Value::as_str).unwrap_or(""),
+        part,
+    })
+}
+
+fn text_of(part: &Value) -> Option<&str> {
+    part.get("text").and_then(Value::as_str)
+}
+
+/// The tool result a finished tool part holds, if it holds one.
+fn part_result(tool: &ToolPart<'_>) -> Option<ToolResultMessage> {
+    let (text, is_error) = match tool.state {
+        "output-available" => (output_text(tool.part.get("output").unwrap_or(&Value::Null)), false),
+        "output-error" => (
+            tool.part.get("errorText").and_then(Value::as_str).unwrap_or("error").to_string(),
+            true,
+        ),
+        "output-denied" => {
+            let reason = tool
+                .part
+                .get("approval")
+                .and_then(|a| a.get("reason"))
+                .and_then(Value::as_str)
+                .unwrap_or("The user denied the call.");
+            (reason.to_string(), true)
+        }
+        _ => return None,
+    };
+    Some(ToolResultMessage {
+        tool_call_id: tool.id.to_string(),
+        tool_name: tool.name.clone(),
+        content: vec![UserContent::text(text)],
+        details: None,
+        is_error,
+        timestamp: now_ms(),
+    })
+}
+
+/// The request's conversation in Weft's terms, and its system messages.
+fn conversation(request: &ChatRequest) -> (Conversation, Vec<String>) {
+    let mut history = Vec::new();
+    let mut system = Vec::new();
+    let mut user_count = 0;
+    for message in &request.messages {
+        match message.role {
+            UiRole::System => {
+                system.extend(message.parts.iter().filter_map(text_of).map(str::to_string));
+            }
+            UiRole::User => {
+                user_count += 1;
+                let text: String = message
+                    .parts
+                    .iter()
+                    .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(text_of)
+                    .collect();
+                history.push(Message::User(UserMessage {
+                    content: vec![UserContent::text(text)],
+                    timestamp: now_ms(),
+                }));
+            }
+            UiRole::Assistant => {
+                // One UI message is a whole run: each step is a model call, its tool results
+                // follow it.
+                let mut blocks = Vec::new();
+                let mut results = Vec::new();
+                let flush = |blocks: &mut Vec<AssistantContent>,
+                             results: &mut Vec<ToolResultMessage>,
+                             history: &mut Vec<Message>| {
+                    if blocks.is_empty() {
+                        return;
+                    }
+                    let mut m = AssistantMessage::empty("vercel", "client");
+                    m.stop_reason =
+                        if blocks.iter().any(|b| matches!(b, AssistantContent::ToolCall(_))) {
+                            StopReason::ToolUse
+                        } else {
+                            StopReason::Stop
+                        };
+                    m.content = std::mem::take(blocks);
+                    history.push(Message::Assistant(m));
+                    history.extend(results.drain(..).map(Message::ToolResult));
+                };
+                for part in &message.parts {
+                    match part.get("type").and_then(Value::as_str) {
+                        Some("step-start") => flush(&mut blocks, &mut results, &mut history),
+                        Some("text") => blocks.push(AssistantContent::Text(TextContent {
+                            text: text_of(part).unwrap_or("").to_string(),
+                        })),
+                        Some("reasoning") => {
+                            blocks.push(AssistantContent::Thinking(ThinkingContent {
+                                thinking: text_of(part).unwrap_or("").to_string(),
+                                signature: None,
+                            }))
+                        }
+                        _ => {
+                            if let Some(tool) = tool_part(part) {
+                                blocks.push(AssistantContent::ToolCall(ToolCall {
+                                    id: tool.id.to_string(),
+                                    name: tool.name.clone(),
+                                    arguments: arguments(part.get("input").unwrap_or(&Value::Null)),
+                                }));
+                                results.extend(part_result(&tool));
+                            }
+                        }
+                    }
+                }
+                flush(&mut blocks, &mut results, &mut history);
+            }
+        }
+    }
+    let last_user = match history.last() {
+        Some(Message::User(_)) => match history.pop() {
+            Some(Message::User(user)) => Some(user),
+            _ => None,
+        },
+        _ => None,
+    };
+    (Conversation { history, last_user, user_count }, system)
+}
+
+/// Chat with the Vercel AI SDK's `useChat` (its request in, the UI message stream out).
+#[utoipa::path(
+    post,
+    path = "/api/chat",
+    tag = "front ends",
+    request_body(content = Object, description = "The `useChat` request: `id` (the session), `messages` (UI messages with parts: client tool outputs, approval responses), `trigger`; Weft's extras: `tools`, `system`, `options`"),
+    responses(
+        (status = 200, description = "The UI message stream (SSE, header `x-vercel-ai-ui-message-stream: v1`, ends with `[DONE]`)",
+         content_type = "text/event-stream", body = String),
+        (status = 400, description = "Malformed request (the message says where), a new chat not ending with a user message, `regenerate-message`", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "A chat of another owner", body = ErrorBody),
+        (status = 409, description = "The chat is running, or waits for other answers", body = ErrorBody),
+        (status = 422, description = "A tool output or approval for an unknown call", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn post(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    JsonBody(request): JsonBody<ChatRequest>,
+) -> Result<Response, ApiError> {
+    match request.trigger.as_deref() {
+        None | Some("submit-message") => {}
+        Some("regenerate-message") => {
+            return Err(ApiError::bad_request(
+                "unsupported_trigger",
+                "trigger \"regenerate-message\" is not supported: a Weft session's history is \
+                 append-only; send a new message instead",
+            ));
+        }
+        Some(other) => {
+            return Err(ApiError::bad_request(
+                "bad_request",
+                format!("invalid request: trigger: unknown trigger {other:?}"),
+            ));
+        }
+    }
+    let id = request.id.clone();
+    let existing = frontends::existing(&state, &caller, &id).await?;
+    let (conversation, system) = conversation(&request);
+    let mut answered = HashSet::new();
+    let mut denied = HashSet::new();
+    let plan = match &existing {
+        None => match conversation.last_user.clone() {
+            Some(user) => Plan::Run(Input::User(user)),
+            None => {
+                return Err(ApiError::bad_request(
+                    "user_message_required",
+                    format!("chat {:?} is new: its messages must end with a user message", id),
+                ));
+            }
+        },
+        Some(session) => {
+            let approvals = session.pending_approvals();
+            let pending = session.pending_tool_calls();
+            let last = request.messages.iter().rev().find(|m| m.role == UiRole::Assistant);
+            let parts: Vec<ToolPart<'_>> =
+                last.map(|m| m.parts.iter().filter_map(tool_part).collect()).unwrap_or_default();
+            let decisions: Vec<ApprovalDecision> = parts
+                .iter()
+                .filter(|p| approvals.iter().any(|c| c.id == p.id))
+                .filter_map(|p| {
+                    let approval = p.part.get("approval")?;
+                    let approved = approval.get("approved")?.as_bool()?;
+                    let reason = approval.get("reason").and_then(Value::as_str).map(str::to_string);
+                    Some(ApprovalDecision {
+                        tool_call_id: p.id.to_string(),
+                        approved,
+                        reason: if approved {
+                            None
+                        } else {
+                            Some(reason.unwrap_or_else(|| "The user denied the call.".into()))
+                        },
+                    })
+                })
+                .collect();
+            let results: Vec<ToolResultMessage> = parts
+                .iter()
+                .filter(|p| pending.iter().any(|c| c.id == p.id))
+                .filter_map(part_result)
+                .collect();
+            if session.status == SessionStatus::AwaitingApproval && !decisions.is_empty() {
+                denied.extend(
+                    decisions.iter().filter(|d| !d.approved).map(|d| d.tool_call_id.clone()),
+                );
+                Plan::Run(Input::Approvals { approvals: decisions })
+            } else if !results.is_empty() {
+                answered.extend(results.iter().map(|r| r.tool_call_id.clone()));
+                Plan::Run(Input::ToolResults(results))
+            } else if conversation.user_count > user_count(session)
+                && let Some(user) = conversation.last_user.clone()
+            {
+                Plan::Run(Input::User(user))
+            } else {
+                Plan::Attach
+            }
+        }
+    };
+    let tools = request.tools;
+    let history = conversation.history;
+    let system = request.system.or_else(|| (!system.is_empty()).then(|| system.join("\n\n")));
+    let streamed = frontends::start(
+        &state,
+        &caller,
+        &id,
+        existing.is_some(),
+        plan,
+        move || ExecuteContext { messages: history, tools, system_prompt: system },
+        request.options,
+    )
+    .await?;
+    let encoder = ChatStream { inner: VercelEncoder::new(), answered, denied };
+    Ok(frontends::sse(state, streamed, Box::new(encoder), Some(HEADER)))
+}
+
+/// Resume the chat's running stream (`useChat({ resume: true })`).
+#[utoipa::path(
+    get,
+    path = "/api/chat/{id}/stream",
+    tag = "front ends",
+    params(("id" = String, Path, description = "The chat (session) id")),
+    responses(
+        (status = 200, description = "The running run's UI message stream from its start", content_type = "text/event-stream", body = String),
+        (status = 204, description = "Nothing is running"),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such chat for this caller", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn resume(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let Some(session) = frontends::existing(&state, &caller, &id).await? else {
+        return Err(ApiError::session_not_found(&id));
+    };
+    if session.status != SessionStatus::Running {
+        return Ok(frontends::empty(StatusCode::NO_CONTENT));
+    }
+    let streamed = frontends::start(
+        &state,
+        &caller,
+        &id,
+        true,
+        Plan::Attach,
+        ExecuteContext::default,
+        ExecuteOptions::default(),
+    )
+    .await?;
+    let encoder = ChatStream {
+        inner: VercelEncoder::new(),
+        answered: HashSet::new(),
+        denied: HashSet::new(),
+    };
+    Ok(frontends::sse(state, streamed, Box::new(encoder), Some(HEADER)))
+}
+
+/// The UI message stream, without the results the client supplied and with denials as
+/// `tool-output-denied`.
+struct ChatStream {
+    inner: VercelEncoder,
+    answered: HashSet<String>,
+    denied: HashSet<String>,
+}
+
+impl Encoder for ChatStream {
+    fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
+        let start = out.len();
+        self.inner.encode(event, out);
+        let AgentEvent::MessageEnd { message } = event else { return };
+        let Message::ToolResult(result) = message.as_ref() else { return };
+        let id = result.tool_call_id.as_str();
+        if !self.answered.contains(id) && !self.denied.contains(id) {
+            return;
+        }
+        let mut kept = Vec::with_capacity(out.len() - start);
+        for frame in out.drain(start..) {
+            let part: Option<Value> = serde_json::from_str(&frame.data).ok();
+            let kind = part.as_ref().and_then(|p| p.get("type")).and_then(Value::as_str);
+            let call = part.as_ref().and_then(|p| p.get("toolCallId")).and_then(Value::as_str);
+            match (kind, call) {
+                (Some("tool-output-available" | "tool-output-error"), Some(call))
+                    if call == id && self.answered.contains(id) => {}
+                (Some("tool-output-error"), Some(call)) if call == id => {
+                    kept.push(Frame::json(
+                        &json!({ "type": "tool-output-denied", "toolCallId": id }),
+                    ));
+                }
+                _ => kept.push(frame),
+            }
+        }
+        out.extend(kept);
+    }
+
+    fn finish(&mut self, out: &mut Vec<Frame>) {
+        self.inner.finish(out);
+    }
+}
