@@ -53,7 +53,7 @@ use weft_core::store::SessionHead;
 use weft_protocol::Protocol;
 
 pub use error::Error;
-pub use stream::{AbortHandle, ExecuteStream};
+pub use stream::{AbortHandle, ExecuteStream, FrameStream};
 pub use types::{
     ApprovalRequest, Event, ExecuteOptions, ExecuteResult, Multitask, Reconnect, SessionView,
 };
@@ -114,7 +114,7 @@ impl Client {
         if let Some(id) = &options.session_id {
             body["sessionId"] = serde_json::Value::String(id.clone());
         }
-        if matches!(input, Input::User(_)) {
+        if matches!(input, Input::User(_)) && !options.existing_only {
             // Ignored by the server for a session that exists; creates one otherwise.
             body["context"] = serde_json::json!({
                 "messages": options.messages,
@@ -171,19 +171,21 @@ impl Client {
         input: Input,
         options: &ExecuteOptions,
         protocol: Protocol,
-    ) -> futures::stream::BoxStream<'static, Result<FrameOut, Error>> {
+    ) -> FrameStream {
         let mut body =
             serde_json::json!({ "input": wire_input(&input), "options": options.request });
         if let Some(id) = &options.session_id {
             body["sessionId"] = serde_json::Value::String(id.clone());
         }
-        if matches!(input, Input::User(_)) {
+        if matches!(input, Input::User(_)) && !options.existing_only {
             body["context"] = serde_json::json!({
                 "messages": options.messages,
                 "tools": options.specs(),
             });
         }
-        stream::frames(self.clone(), body, protocol).boxed()
+        let session = Arc::new(std::sync::Mutex::new(options.session_id.clone()));
+        let inner = stream::frames(self.clone(), body, protocol, Arc::clone(&session)).boxed();
+        FrameStream { inner, session }
     }
 
     fn url(&self, path: &str) -> String {

@@ -470,6 +470,7 @@ pub(crate) fn frames(
     client: Client,
     body: serde_json::Value,
     protocol: Protocol,
+    named: Arc<Mutex<Option<String>>>,
 ) -> impl Stream<Item = Result<FrameOut, Error>> + Send + 'static {
     async_stream::stream! {
         let mut response = match client.post_execute(&body, Some(protocol)).await {
@@ -484,6 +485,7 @@ pub(crate) fn frames(
             if let Some(open) = response.take() {
                 if let Some(id) = open.headers().get("x-session-id").and_then(|v| v.to_str().ok()) {
                     session = Some(id.to_string());
+                    *named.lock().unwrap_or_else(|e| e.into_inner()) = session.clone();
                 }
                 let mut parser = SseParser::new();
                 let mut frames: Vec<SseEvent> = Vec::new();
@@ -543,5 +545,32 @@ pub(crate) fn frames(
                 Err(error) => tracing::debug!(%error, "reattaching failed"),
             }
         }
+    }
+}
+
+/// The frames of one run in another wire format ([`Client::execute_frames`]).
+pub struct FrameStream {
+    pub(crate) inner: BoxStream<'static, Result<FrameOut, Error>>,
+    pub(crate) session: Arc<Mutex<Option<String>>>,
+}
+
+impl std::fmt::Debug for FrameStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameStream").field("session", &self.session).finish_non_exhaustive()
+    }
+}
+
+impl FrameStream {
+    /// The session, once the server named it.
+    pub fn session_id(&self) -> Option<String> {
+        self.session.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Stream for FrameStream {
+    type Item = Result<FrameOut, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.inner.as_mut().poll_next(cx)
     }
 }

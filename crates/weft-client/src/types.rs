@@ -64,6 +64,8 @@ pub(crate) type ApprovalFn =
 #[derive(Clone, Default)]
 pub struct ExecuteOptions {
     pub(crate) session_id: Option<String>,
+    /// Only continue `session_id`: send no context, so an unknown id is a 404.
+    pub(crate) existing_only: bool,
     pub(crate) request: RequestOptions,
     pub(crate) messages: Vec<Message>,
     pub(crate) remote_specs: Vec<ToolSpec>,
@@ -131,6 +133,14 @@ impl ExecuteOptions {
     /// Continue this session (or create it with this id, when it does not exist yet).
     pub fn session(mut self, id: impl Into<String>) -> Self {
         self.session_id = Some(id.into());
+        self
+    }
+
+    /// Continue this session, which must exist (an unknown id is a 404 `session_not_found`
+    /// rather than a new session).
+    pub fn continue_session(mut self, id: impl Into<String>) -> Self {
+        self.session_id = Some(id.into());
+        self.existing_only = true;
         self
     }
 
@@ -279,7 +289,7 @@ pub struct ExecuteResult {
 }
 
 /// A session as `GET /api/agent/session/{id}` shows it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct SessionView {
