@@ -13,6 +13,7 @@
 //! Every failure is reported as one line on stderr, `weft: <reason>`. In the terminal view a
 //! summary line (tokens, cost, model, time: see [`summary`]) comes before it on stderr.
 
+mod remote;
 mod render;
 mod sanitize;
 mod serve;
@@ -162,6 +163,9 @@ struct RunArgs {
 
     #[command(flatten)]
     store: StoreArgs,
+
+    #[command(flatten)]
+    remote: remote::ServerArgs,
 
     /// The model provider: openai (Chat Completions, also any OpenAI-compatible server through
     /// OPENAI_BASE_URL), openai-responses, anthropic, gemini, or faux (a scripted provider for
@@ -477,6 +481,9 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 
 /// `weft run`.
 fn run_command(args: RunArgs) -> Result<(), Failure> {
+    if let Some(client) = args.remote.client() {
+        return remote_run_command(&args, client);
+    }
     // A new session: every mistake in the flags is found before the store is touched. A
     // continued one: the session's head says which provider and model the flags must match.
     let plan = match args.session.as_deref() {
@@ -547,6 +554,76 @@ fn run_command(args: RunArgs) -> Result<(), Failure> {
             Err(e) => {
                 abort.abort();
                 Err(Failure::run(format!("cannot write to stdout: {e}")))
+            }
+        }
+    })
+}
+
+/// `weft run --server URL`: the run is the server's; its events are shown as a local run's.
+fn remote_run_command(args: &RunArgs, client: weft_client::Client) -> Result<(), Failure> {
+    let local_only = [
+        ("--store", args.store.store.is_some()),
+        ("--script", args.script.is_some()),
+        ("--models", args.models.is_some()),
+    ];
+    let http = args.http_flags().into_iter().map(|(flag, _, set)| (flag, set));
+    if let Some((flag, _)) = local_only.into_iter().chain(http).find(|(_, set)| *set) {
+        return Err(Failure::usage(&anyhow!(
+            "{flag} is for local runs: with --server, the server's store, providers and \
+             settings are used"
+        )));
+    }
+    let mut options = weft_client::ExecuteOptions::new();
+    if let Some(id) = &args.session {
+        options = options.continue_session(id.clone());
+    }
+    if let Some(provider) = &args.provider {
+        options = options.provider(provider.clone());
+    }
+    if let Some(model) = &args.model {
+        options = options.model(model.clone());
+    }
+    if let Some(system) = &args.system {
+        options = options.system_prompt(system.clone());
+    }
+    if args.max_turns != DEFAULT_MAX_TURNS {
+        options = options.max_turns(args.max_turns);
+    }
+    let protocol = args.protocol.or(args.json.then_some(Protocol::Loom));
+    let run =
+        remote::RemoteRun { client, prompt: &args.prompt, options, model: args.model.as_deref() };
+    let runtime = runtime()?;
+    runtime.block_on(async {
+        let mut signals = Signals::new();
+        let stdout = BufWriter::new(io::stdout());
+        match protocol {
+            Some(protocol) if protocol != Protocol::Native => {
+                let mut out = stdout;
+                let status = remote::run_frames(run, protocol, &mut out, &mut signals).await?;
+                match status {
+                    SessionStatus::Completed => Ok(()),
+                    status => Err(Failure::run(format!("the run ended {status}"))),
+                }
+            }
+            _ => {
+                let mut sink: Box<dyn Sink> = match protocol {
+                    Some(protocol) => Box::new(JsonLines::new(stdout, protocol)),
+                    None => Box::new(Renderer::new(stdout, use_color())),
+                };
+                let (result, driven) =
+                    remote::run_native(run, sink.as_mut(), &mut signals, protocol.is_none())
+                        .await?;
+                match (driven, result) {
+                    (Driven::Abandoned(signal), _) => Err(Failure {
+                        code: signal.exit_code(),
+                        message: Some(signal.describe().into()),
+                    }),
+                    (Driven::Ended(signal), Some(result)) => {
+                        outcome(&result, signal, args.max_turns)
+                    }
+                    // Whoever read the output has seen enough (`| head`): not an error.
+                    (Driven::Ended(_), None) => Ok(()),
+                }
             }
         }
     })

@@ -84,6 +84,9 @@ pub(crate) struct ListArgs {
 
     #[command(flatten)]
     store: StoreArgs,
+
+    #[command(flatten)]
+    remote: crate::remote::ServerArgs,
 }
 
 #[derive(Debug, Args)]
@@ -97,6 +100,9 @@ pub(crate) struct ShowArgs {
 
     #[command(flatten)]
     store: StoreArgs,
+
+    #[command(flatten)]
+    remote: crate::remote::ServerArgs,
 }
 
 #[derive(Debug, Args)]
@@ -111,12 +117,23 @@ pub(crate) struct DeleteArgs {
 
     #[command(flatten)]
     store: StoreArgs,
+
+    #[command(flatten)]
+    remote: crate::remote::ServerArgs,
 }
 
 /// Runs a `weft sessions` command.
 pub(crate) fn command(command: SessionsCommand, color: bool) -> Result<(), Failure> {
     let runtime = crate::runtime()?;
     runtime.block_on(async {
+        let remote = match &command {
+            SessionsCommand::List(a) => &a.remote,
+            SessionsCommand::Show(a) => &a.remote,
+            SessionsCommand::Delete(a) => &a.remote,
+        };
+        if let Some(client) = remote.client() {
+            return remote_command(&client, &command, color).await;
+        }
         let store_args = match &command {
             SessionsCommand::List(a) => &a.store,
             SessionsCommand::Show(a) => &a.store,
@@ -129,6 +146,63 @@ pub(crate) fn command(command: SessionsCommand, color: bool) -> Result<(), Failu
             SessionsCommand::Delete(args) => delete(store.as_ref(), args).await,
         }
     })
+}
+
+/// `weft sessions … --server URL`: the server's sessions (those the API key owns).
+async fn remote_command(
+    client: &weft_client::Client,
+    command: &SessionsCommand,
+    color: bool,
+) -> Result<(), Failure> {
+    use crate::remote::failed;
+    match command {
+        SessionsCommand::List(args) => {
+            let limit = usize::try_from(args.limit).unwrap_or(usize::MAX);
+            let heads =
+                client.list_sessions(Some(limit.min(1000))).await.map_err(|e| failed(&e))?;
+            if args.json {
+                let json = serde_json::to_string(&heads)
+                    .map_err(|e| Failure::run(format!("cannot encode the sessions: {e}")))?;
+                return to_stdout(|out| writeln!(out, "{}", json_safe(&json)));
+            }
+            to_stdout(|out| write_list(out, &heads))
+        }
+        SessionsCommand::Show(args) => {
+            let view = client.get_session(&args.id).await.map_err(|e| failed(&e))?;
+            if args.json {
+                let json = serde_json::to_string_pretty(&view)
+                    .map_err(|e| Failure::run(format!("cannot encode the session: {e}")))?;
+                return to_stdout(|out| writeln!(out, "{}", json_safe(&json)));
+            }
+            to_stdout(|out| {
+                writeln!(out, "session {}", visible(&view.id))?;
+                writeln!(
+                    out,
+                    "status: {} · provider: {} · model: {} · {} messages · {} steps",
+                    view.status,
+                    visible(&view.provider),
+                    visible(&view.model),
+                    view.messages.len(),
+                    view.step_count
+                )?;
+                for message in &view.messages {
+                    writeln!(out)?;
+                    write_message(out, message, color)?;
+                }
+                writeln!(out)?;
+                writeln!(
+                    out,
+                    "total: tokens {} · cost ${:.6}",
+                    crate::summary::tokens(&view.usage),
+                    view.cost.total
+                )
+            })
+        }
+        SessionsCommand::Delete(args) => {
+            client.delete_session(&args.id).await.map_err(|e| failed(&e))?;
+            to_stdout(|out| writeln!(out, "deleted session {}", visible(&args.id)))
+        }
+    }
 }
 
 /// A failure of the store itself (not a mistake in the command): exit 1.
