@@ -33,11 +33,11 @@ pub(crate) struct ServeArgs {
     store: StoreArgs,
 
     /// The model provider: openai, openai-responses, anthropic, gemini or faux [default: faux
-    /// with --script; also [provider] name, WEFT_PROVIDER].
+    /// with --script; also `[provider] name`, WEFT_PROVIDER].
     #[arg(long, value_name = "NAME")]
     provider: Option<String>,
 
-    /// The default model of new sessions [also [provider] model, WEFT_MODEL].
+    /// The default model of new sessions [also `[provider] model`, WEFT_MODEL].
     #[arg(long, value_name = "ID")]
     model: Option<String>,
 
@@ -53,7 +53,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     models: Option<PathBuf>,
 
-    /// The most model calls a run may make [default: 50; also [limits] max_turns].
+    /// The most model calls a run may make [default: 50; also `[limits] max_turns`].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_turns: Option<u32>,
 }

@@ -23,8 +23,9 @@ pub fn render(protocol: Protocol, events: &[AgentEvent]) -> Vec<Frame> {
     frames
 }
 
-/// Renders `events` like [`render`], straight into bytes with [`Encoder::encode_to`]
-/// (`weft_protocol::Encoder`) in `framing`.
+/// Renders `events` like [`render`], straight into bytes with
+/// [`Encoder::encode_to`](weft_protocol::Encoder::encode_to)
+/// in `framing`.
 pub fn render_to(protocol: Protocol, events: &[AgentEvent], framing: Framing) -> Vec<u8> {
     let mut encoder = protocol.encoder();
     let mut out = Vec::new();
