@@ -346,10 +346,11 @@ pub(crate) async fn post(
     get,
     path = "/api/chat/{id}/stream",
     tag = "front ends",
-    params(("id" = String, Path, description = "The chat (session) id")),
+    params(("id" = String, Path, description = "The chat (session) id", pattern = "^[A-Za-z0-9_.:-]{1,128}$")),
     responses(
         (status = 200, description = "The running run's UI message stream from its start", content_type = "text/event-stream", body = String),
         (status = 204, description = "Nothing is running"),
+        (status = 400, description = "Invalid chat id", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "No such chat for this caller", body = ErrorBody),
         (status = 429, description = "Rate limited", body = ErrorBody),
