@@ -186,7 +186,11 @@ describe("the playground in Chromium", { skip: !executable }, () => {
     }
     assert.equal(afterReload.at(-1), STORY, "the whole text, once");
     assert.ok(afterReload.length >= 3, "it went on streaming after the reload");
-    assert.ok(afterReload[0]!.length > 60 && afterReload[0]!.length < STORY.length, "redrawn where it was");
+    // Redrawn from what the page had kept (its saved log may lag the screen by a few events):
+    // a non-empty beginning of the story, mid-run, and every sample a prefix of the story.
+    const first = afterReload[0]!;
+    assert.ok(first.length > 0 && first.length < STORY.length, `redrawn mid-run: ${first.length} chars`);
+    assert.ok(afterReload.every((text) => STORY.startsWith(text)), "no text out of place");
     await p.waitForSelector('#status[data-status="completed"]');
     assert.equal(await p.locator("#chat .msg.user").count(), 1);
     assert.equal(await p.locator("#chat .msg.assistant").count(), 1);
