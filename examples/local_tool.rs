@@ -52,7 +52,7 @@ async fn search_docs(args: SearchArgs, out: ToolOutputSink) -> Result<ToolOutput
     let query = args.query.to_lowercase();
     let limit = args.limit.unwrap_or(5);
     let mut output = format!("Searching {} documents for {:?}\n", DOCS.len(), args.query);
-    out.send(output.clone());
+    out.send(output.clone()).await;
 
     let mut hits = 0;
     for (file, line) in DOCS {
@@ -62,14 +62,15 @@ async fn search_docs(args: SearchArgs, out: ToolOutputSink) -> Result<ToolOutput
         }
         hits += 1;
         let hit = format!("- {file}: {line}\n");
-        // `send` returns false once nobody listens (the run was aborted): stop working then.
-        if !out.send(hit.as_str()) {
+        // `send` waits while the run is behind (backpressure) and returns false once nobody
+        // listens (the run was aborted): stop working then.
+        if !out.send(hit.as_str()).await {
             return Err("search cancelled".into());
         }
         output.push_str(&hit);
     }
     output.push_str(&format!("{hits} hit(s)"));
-    out.send(format!("{hits} hit(s)"));
+    out.send(format!("{hits} hit(s)")).await;
     // Details travel with the result to user interfaces; the model never sees them.
     Ok(ToolOutput::text(output).with_details(json!({ "hits": hits })))
 }

@@ -14,6 +14,7 @@ export async function startWeft(script, options = {}) {
   const env = { ...process.env, WEFT_HOME: home, NO_COLOR: "1" };
   for (const name of ["WEFT_ADDR", "WEFT_STORE", "WEFT_PROVIDER", "WEFT_MODEL", "WEFT_API_KEYS", "WEFT_CORS_ORIGINS", "RUST_LOG"]) delete env[name];
   if (options.apiKeys) env.WEFT_API_KEYS = options.apiKeys;
+  if (options.corsOrigins) env.WEFT_CORS_ORIGINS = options.corsOrigins;
   const child = spawn(
     process.env.WEFT_BIN,
     ["serve", "--script", join(here, "scripts", script), "--store", "memory", "--addr", "127.0.0.1:0", "--model", "faux"],

@@ -1067,7 +1067,10 @@ export declare const ExecuteOptionsSchema: import("./schema.js").ObjectSchema<{
     model: import("./schema.js").Optional<string>;
     systemPrompt: import("./schema.js").Optional<string>;
     maxTurns: import("./schema.js").Optional<number>;
+    /** `react` (default), `tot` or `got`. */
     mode: import("./schema.js").Optional<string>;
+    /** The mode's parameters: breadth, depth, search, maxModelCalls, concurrency, adaptive, nodeBudget, nodeTurns. */
+    modeOptions: import("./schema.js").Optional<unknown>;
     multitask: import("./schema.js").Optional<"reject" | "enqueue" | "interrupt">;
     onDisconnect: import("./schema.js").Optional<"continue" | "cancel">;
 }>;
@@ -1229,6 +1232,7 @@ export declare const ExecuteRequestSchema: import("./schema.js").ObjectSchema<{
         systemPrompt?: string;
         maxTurns?: number;
         mode?: string;
+        modeOptions?: unknown;
         multitask?: "reject" | "enqueue" | "interrupt";
         onDisconnect?: "continue" | "cancel";
     }>;

@@ -185,7 +185,10 @@ export const ExecuteOptionsSchema = obj({
     model: opt(str),
     systemPrompt: opt(str),
     maxTurns: opt(int),
+    /** `react` (default), `tot` or `got`. */
     mode: opt(str),
+    /** The mode's parameters: breadth, depth, search, maxModelCalls, concurrency, adaptive, nodeBudget, nodeTurns. */
+    modeOptions: opt(json),
     multitask: opt(oneOf("reject", "enqueue", "interrupt")),
     onDisconnect: opt(oneOf("continue", "cancel")),
 });

@@ -14,14 +14,14 @@ use weft_core::{
 };
 use weft_llm::{CancellationToken, ModelRequest, Provider};
 
-use crate::catalog::{LocalTools, RemoteTools};
+use crate::catalog::{RemoteTools, ToolCatalog};
 use crate::error::{AgentError, ExecuteError};
 use crate::execute::{Emitter, ExecuteResult, ExecuteStream};
 use crate::hub::Hub;
 use crate::lease::Lease;
 use crate::machine::Machine;
 use crate::run::Run;
-use crate::tool::Tool;
+use crate::tool::{Tool, ToolSource};
 
 /// How many model calls one run may make unless configured otherwise.
 pub const DEFAULT_MAX_TURNS: u32 = 50;
@@ -39,6 +39,9 @@ pub const DEFAULT_KEEP_OPEN: usize = 256;
 pub const DEFAULT_ABORT_POLL: Duration = Duration::from_millis(500);
 /// The key of a session's `options` that holds its own limit of model calls per run.
 pub const OPTION_MAX_TURNS: &str = "maxTurns";
+/// The key of a session's `options` that holds its reasoning [`Mode`](crate::Mode) (absent:
+/// react).
+pub const OPTION_MODE: &str = "mode";
 /// The key of a session's `options` that holds the seq after which the events of its current
 /// (or last) execution start: the last event before that execution's `session_start`. Set when
 /// an execution starts and committed with its start, so a reader attaching to the live or last
@@ -195,7 +198,7 @@ pub(crate) struct AgentInner {
     pub(crate) provider: Arc<dyn Provider>,
     /// Every provider a session may name, the default first.
     providers: Vec<NamedProvider>,
-    pub(crate) tools: LocalTools,
+    pub(crate) tools: ToolCatalog,
     pub(crate) config: AgentConfig,
     pub(crate) hooks: Arc<dyn AgentHooks>,
     pub(crate) approval: Option<ApprovalPolicy>,
@@ -234,6 +237,7 @@ pub struct AgentBuilder {
     provider: Arc<dyn Provider>,
     providers: Vec<NamedProvider>,
     tools: Vec<Arc<dyn Tool>>,
+    sources: Vec<Arc<dyn ToolSource>>,
     config: AgentConfig,
     hooks: Arc<dyn AgentHooks>,
     approval: Option<ApprovalPolicy>,
@@ -271,6 +275,13 @@ impl AgentBuilder {
     /// Adds a shared local tool.
     pub fn shared_tool(mut self, tool: Arc<dyn Tool>) -> Self {
         self.tools.push(tool);
+        self
+    }
+
+    /// Adds a source of local tools (an MCP server, a configured set of built-in tools); its
+    /// tools are looked up again before each model call, so a set that changes is seen.
+    pub fn tool_source(mut self, source: Arc<dyn ToolSource>) -> Self {
+        self.sources.push(source);
         self
     }
 
@@ -355,10 +366,7 @@ impl AgentBuilder {
 
     /// Builds the agent; fails on duplicate tool names or invalid parameter schemas.
     pub fn build(self) -> Result<Agent, AgentError> {
-        let mut tools = LocalTools::default();
-        for tool in self.tools {
-            tools.add(tool)?;
-        }
+        let tools = ToolCatalog::new(self.tools, self.sources)?;
         let default_name = self.provider.name().to_string();
         let mut providers = self.providers;
         if !providers.iter().any(|p| p.name == default_name) {
@@ -418,6 +426,8 @@ pub struct SessionOptions {
     /// The session's own limit of model calls per run (default: the agent's `max_turns`).
     /// Kept in the session's options, so it holds across resumes in any process.
     pub max_turns: Option<u32>,
+    /// The reasoning mode of the session's runs (default: react), kept in its options.
+    pub mode: Option<crate::Mode>,
 }
 
 impl Agent {
@@ -432,6 +442,7 @@ impl Agent {
             provider,
             providers: Vec::new(),
             tools: Vec::new(),
+            sources: Vec::new(),
             config: AgentConfig::default(),
             hooks: Arc::new(NoHooks),
             approval: None,
@@ -455,7 +466,14 @@ impl Agent {
 
     /// The specs of the agent's local tools.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
-        self.inner.tools.specs().cloned().collect()
+        self.inner.tools.snapshot().specs().cloned().collect()
+    }
+
+    /// The agent's local tools now: each spec with the name of the source that supplies it
+    /// (`agent` for the builder's own tools, `mcp:NAME` for an MCP server's).
+    pub fn tool_sources(&self) -> Vec<(ToolSpec, String)> {
+        let tools = self.inner.tools.snapshot();
+        tools.iter().map(|t| (t.tool.spec().clone(), t.source.clone())).collect()
     }
 
     /// Creates a session (in the store, when the agent has one). Fails when a remote tool's
@@ -483,6 +501,10 @@ impl Agent {
             .or_else(|| named.and_then(|p| p.model.clone()))
             .unwrap_or_else(|| self.inner.config.model.clone());
         let mut session = Session::new(id, provider_name, model);
+        if let Some(mode) = options.mode.as_ref().filter(|m| **m != crate::Mode::React) {
+            let mode = serde_json::to_value(mode).unwrap_or_default();
+            set_option(&mut session.options, OPTION_MODE, mode);
+        }
         if let Some(max_turns) = options.max_turns {
             set_option(&mut session.options, OPTION_MAX_TURNS, max_turns.max(1).into());
         }
@@ -491,7 +513,7 @@ impl Agent {
         session.tools = options.tools;
         session.messages = options.messages.into();
         session.owner = options.owner;
-        let remote = RemoteTools::new(&session.tools, &self.inner.tools)?;
+        let remote = RemoteTools::new(&session.tools, &self.inner.tools.snapshot())?;
         if let Some(store) = &self.inner.store {
             store
                 .create(session.head(), session.messages.clone())
@@ -505,7 +527,7 @@ impl Agent {
     /// for instance one restored by the caller. A session left `running` by a process that
     /// stopped is taken as `error`.
     pub fn open_session(&self, mut session: Session) -> Result<SessionHandle, AgentError> {
-        let remote = RemoteTools::new(&session.tools, &self.inner.tools)?;
+        let remote = RemoteTools::new(&session.tools, &self.inner.tools.snapshot())?;
         if session.status == SessionStatus::Running {
             session.status = SessionStatus::Error;
         }
@@ -564,7 +586,7 @@ impl Agent {
     ) -> Result<SessionHandle, AgentError> {
         let last_seq = stored.last_seq;
         let session = Session::from_stored(stored);
-        let remote = RemoteTools::new(&session.tools, &self.inner.tools)?;
+        let remote = RemoteTools::new(&session.tools, &self.inner.tools.snapshot())?;
         Ok(self.register(session, remote, last_seq))
     }
 
@@ -693,9 +715,11 @@ impl Agent {
                 return Err(ExecuteError::AlreadyRunning(state.session.id.clone()));
             }
             let max_turns = session_max_turns(&state.session.options).unwrap_or(config.max_turns);
-            let mut machine = Machine::new(max_turns, millis(config.remote_tool_timeout));
+            let mode = crate::Mode::of_options(&state.session.options);
+            let mut machine =
+                Machine::with_mode(max_turns, millis(config.remote_tool_timeout), mode);
             let start_len = state.session.messages.len();
-            let tools = &self.inner.tools;
+            let tools = self.inner.tools.snapshot();
             let input = input.into();
             let is_message = matches!(input, Input::User(_));
             let run_id = uuid::Uuid::new_v4().to_string();
@@ -830,10 +854,12 @@ impl Agent {
             } else {
                 let max_turns =
                     session_max_turns(&state.session.options).unwrap_or(config.max_turns);
-                let mut machine = Machine::new(max_turns, millis(config.remote_tool_timeout));
+                let mode = crate::Mode::of_options(&state.session.options);
+                let mut machine =
+                    Machine::with_mode(max_turns, millis(config.remote_tool_timeout), mode);
                 set_option(&mut state.session.options, OPTION_RUN_AFTER_SEQ, after_seq.into());
                 let start_len = state.session.messages.len();
-                let tools = &self.inner.tools;
+                let tools = self.inner.tools.snapshot();
                 let replay_safe =
                     |name: &str| tools.get(name).is_some_and(|t| t.tool.replay_safe());
                 let first = machine.begin_recovery(&mut state.session, replay_safe, now_ms());
@@ -1026,6 +1052,11 @@ impl SessionHandle {
         let commit = {
             let mut state = self.lock();
             if let Some(run) = &state.run {
+                // A run that is ending has saved its resting state (and shown its end): there is
+                // nothing left to abort.
+                if state.ending {
+                    return false;
+                }
                 run.cancel();
                 return true;
             }

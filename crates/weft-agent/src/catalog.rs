@@ -1,15 +1,21 @@
-//! The tools a session's model may call: local tools (with executors) and the session's remote
-//! specs, each with its compiled argument validator.
+//! The tools a session's model may call: local tools (with executors), supplied by the agent's
+//! [`ToolSource`]s, and the session's remote specs, each with its compiled argument validator.
+//!
+//! The agent's [`ToolCatalog`] keeps a snapshot of its sources' tools; a run takes the current
+//! snapshot for each model call, so a source whose set changed (an MCP server's
+//! `tools/list_changed`) is seen by the next call. Two tools of one name are refused: at build
+//! time as an error, later (a server adding a tool that collides) by keeping the last good set
+//! and logging which sources collide.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use jsonschema::Validator;
 use serde_json::Value;
 use weft_core::ToolSpec;
 
 use crate::error::AgentError;
-use crate::tool::Tool;
+use crate::tool::{StaticTools, Tool, ToolSource};
 
 /// A tool's spec with its compiled parameter schema.
 pub(crate) struct Checked {
@@ -43,10 +49,11 @@ impl Checked {
     }
 }
 
-/// A local tool and its validator.
+/// A local tool, its validator and the source it came from.
 pub(crate) struct LocalTool {
     pub(crate) tool: Arc<dyn Tool>,
     pub(crate) checked: Checked,
+    pub(crate) source: String,
 }
 
 /// The agent's local tools, by name, in registration order.
@@ -57,15 +64,28 @@ pub(crate) struct LocalTools {
 }
 
 impl LocalTools {
-    pub(crate) fn add(&mut self, tool: Arc<dyn Tool>) -> Result<(), AgentError> {
+    pub(crate) fn add(&mut self, tool: Arc<dyn Tool>, source: &str) -> Result<(), AgentError> {
         let name = tool.spec().name.clone();
-        if self.by_name.contains_key(&name) {
-            return Err(AgentError::DuplicateTool(name));
+        if let Some(taken) = self.by_name.get(&name) {
+            return Err(if taken.source == source {
+                AgentError::DuplicateTool(name)
+            } else {
+                AgentError::ToolNameCollision {
+                    name,
+                    first: taken.source.clone(),
+                    second: source.to_string(),
+                }
+            });
         }
         let checked = Checked::compile(tool.spec())?;
         self.order.push(name.clone());
-        self.by_name.insert(name, LocalTool { tool, checked });
+        self.by_name.insert(name, LocalTool { tool, checked, source: source.to_string() });
         Ok(())
+    }
+
+    /// Every tool in order, with its source's name.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &LocalTool> {
+        self.order.iter().filter_map(|n| self.by_name.get(n))
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<&LocalTool> {
@@ -75,6 +95,60 @@ impl LocalTools {
     pub(crate) fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
         self.order.iter().filter_map(|n| self.by_name.get(n)).map(|t| t.tool.spec())
     }
+}
+
+/// The agent's tool sources and the snapshot of their tools that runs use.
+pub(crate) struct ToolCatalog {
+    sources: Vec<Arc<dyn ToolSource>>,
+    current: Mutex<Snapshot>,
+}
+
+struct Snapshot {
+    generations: Vec<u64>,
+    tools: Arc<LocalTools>,
+}
+
+impl ToolCatalog {
+    /// The catalog of `tools` (the agent's own, as the source `agent`) and `sources`; fails on
+    /// a name two tools share or an invalid parameter schema.
+    pub(crate) fn new(
+        tools: Vec<Arc<dyn Tool>>,
+        mut sources: Vec<Arc<dyn ToolSource>>,
+    ) -> Result<Self, AgentError> {
+        if !tools.is_empty() || sources.is_empty() {
+            sources.insert(0, Arc::new(StaticTools::new("agent", tools)));
+        }
+        let generations = sources.iter().map(|s| s.generation()).collect();
+        let tools = Arc::new(build(&sources)?);
+        Ok(Self { sources, current: Mutex::new(Snapshot { generations, tools }) })
+    }
+
+    /// The tools as the sources supply them now (rebuilt when a source's set changed; should
+    /// the new set be invalid, the last good one is kept and the problem logged).
+    pub(crate) fn snapshot(&self) -> Arc<LocalTools> {
+        let generations: Vec<u64> = self.sources.iter().map(|s| s.generation()).collect();
+        let mut current = self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if current.generations != generations {
+            match build(&self.sources) {
+                Ok(tools) => current.tools = Arc::new(tools),
+                Err(error) => {
+                    tracing::error!(%error, "a tool source's new tools were refused; the previous set is kept");
+                }
+            }
+            current.generations = generations;
+        }
+        Arc::clone(&current.tools)
+    }
+}
+
+fn build(sources: &[Arc<dyn ToolSource>]) -> Result<LocalTools, AgentError> {
+    let mut tools = LocalTools::default();
+    for source in sources {
+        for tool in source.tools() {
+            tools.add(tool, source.name())?;
+        }
+    }
+    Ok(tools)
 }
 
 /// A session's remote tools: specs without executors, with their validators.

@@ -7,6 +7,19 @@ pub enum AgentError {
     /// Two tools share a name.
     #[error("two tools are named {0:?}; tool names must be unique")]
     DuplicateTool(String),
+    /// Two tool sources supply a tool of the same name.
+    #[error(
+        "tool {name:?} is supplied by both {first} and {second}; rename one (MCP tools are named \
+         server__tool, so two servers need different names) or disable it in [tools.{name}]"
+    )]
+    ToolNameCollision {
+        /// The name.
+        name: String,
+        /// The source that supplied it first.
+        first: String,
+        /// The source that supplied it again.
+        second: String,
+    },
     /// A tool's parameter schema is not a JSON Schema.
     #[error("the parameter schema of tool {tool:?} is not a valid JSON Schema: {reason}")]
     InvalidToolSchema {

@@ -276,6 +276,12 @@ impl Emitter {
         self.buf.push(Draft { node_id: node, event, messages });
     }
 
+    /// Queues an event of node run `node`, whatever node run is current (graph nodes run at
+    /// once, each with its own events).
+    pub(crate) fn emit_in(&mut self, node: Option<Arc<str>>, event: AgentEvent) {
+        self.buf.push(Draft { node_id: node, event, messages: None });
+    }
+
     /// Publishes the batch if it is full. Then the run yields once: a provider whose deltas are
     /// always ready would otherwise keep the persister (woken onto this worker) from running
     /// until the model call ends.

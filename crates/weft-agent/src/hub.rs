@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures::Stream;
-use tokio::sync::{Notify, watch};
+use tokio::sync::Notify;
 use weft_core::{
     AgentEvent, EventRecord, MessageSpan, SessionStatus, SessionStore, StoreError, now_ms,
 };
@@ -37,8 +37,11 @@ use weft_core::{
 const RESERVE_BLOCK: u64 = 4096;
 /// The largest reservation.
 const MAX_RESERVE_BLOCK: u64 = 1 << 20;
-/// How many persisted events stay in memory for watchers close behind.
-const RETAIN: usize = 4096;
+/// How many persisted events stay in memory for watchers close behind. Small: a live watcher
+/// takes what is new as soon as it is published, one further behind reads the store, and every
+/// open session with a run keeps this many (with tens of thousands of sessions a server holds,
+/// each retained event is memory that only a lagging watcher could use).
+const RETAIN: usize = 64;
 /// How long a published event may wait before the persister writes it.
 pub(crate) const PERSIST_EVERY: Duration = Duration::from_millis(50);
 /// How many events one read from the store returns at most.
@@ -67,9 +70,9 @@ pub(crate) struct Hub {
     /// Woken when events are published or a run ends (watchers).
     published: Notify,
     /// Woken when there is something to persist (the persister).
-    pending: Arc<Notify>,
-    /// The highest seq the store has from this hub.
-    persisted: watch::Sender<u64>,
+    pending: Notify,
+    /// Woken after every write of the persister, failed or not (a barrier waiting for it).
+    written: Notify,
 }
 
 struct HubState {
@@ -113,8 +116,8 @@ impl Hub {
                 failure: None,
             }),
             published: Notify::new(),
-            pending: Arc::new(Notify::new()),
-            persisted: watch::channel(last_seq).0,
+            pending: Notify::new(),
+            written: Notify::new(),
         })
     }
 
@@ -287,19 +290,23 @@ impl Hub {
             return Ok(());
         }
         let target = self.last_seq();
-        let mut persisted = self.persisted.subscribe();
         loop {
-            if *persisted.borrow_and_update() >= target {
-                return Ok(());
-            }
-            if let Some(failure) = self.lock().failure.clone() {
-                return Err(failure);
+            // Registered before looking, so a write after the look wakes us.
+            let written = self.written.notified();
+            tokio::pin!(written);
+            written.as_mut().enable();
+            {
+                let state = self.lock();
+                if state.persisted >= target {
+                    return Ok(());
+                }
+                if let Some(failure) = state.failure.clone() {
+                    return Err(failure);
+                }
             }
             self.pending.notify_one();
-            // The persister reports every write, failed or not, through the watch.
-            if persisted.changed().await.is_err() {
-                return Err(StoreError::Backend("the event persister stopped".into()));
-            }
+            // The persister reports every write, failed or not.
+            written.await;
         }
     }
 
@@ -314,15 +321,17 @@ impl Hub {
         let hub = Arc::clone(self);
         async_stream::stream! {
             let mut next = after_seq + 1;
+            // One batch buffer for the stream's life, not one per wake-up.
+            let mut batch = Vec::new();
             loop {
                 // Registered before looking, so a publish after the look wakes us.
                 let published = hub.published.notified();
                 tokio::pin!(published);
                 published.as_mut().enable();
-                let (batch, in_memory, live, last) = hub.take_from_memory(next);
+                let (in_memory, live, last) = hub.take_from_memory(next, &mut batch);
                 if !batch.is_empty() {
                     let mut ended = false;
-                    for record in batch {
+                    for record in batch.drain(..) {
                         next = record.seq + 1;
                         ended = follow_run && matches!(record.event, AgentEvent::SessionEnd { .. });
                         yield record;
@@ -389,17 +398,20 @@ impl Hub {
     }
 
     /// Up to a page of events from `next` on, if memory still has `next`; whether it has;
-    /// whether a run is live here; the last seq.
-    fn take_from_memory(&self, next: u64) -> (Vec<Arc<EventRecord>>, bool, bool, u64) {
+    /// whether a run is live here; the last seq
+    /// (into `batch`, which is empty when called).
+    fn take_from_memory(&self, next: u64, batch: &mut Vec<Arc<EventRecord>>) -> (bool, bool, u64) {
         let state = self.lock();
         let first = state.events.front().map_or(state.last_seq + 1, |r| r.seq);
         if next < first {
-            return (Vec::new(), false, state.live, state.last_seq);
+            return (false, state.live, state.last_seq);
         }
-        // Seqs in memory are consecutive except across a reservation gap: find `next`'s place.
-        let start = state.events.partition_point(|r| r.seq < next);
-        let batch = state.events.range(start..).take(READ_PAGE).cloned().collect();
-        (batch, true, state.live, state.last_seq)
+        if next > state.last_seq {
+            return (true, state.live, state.last_seq);
+        }
+        let start = first_at_or_after(&state.events, next);
+        batch.extend(state.events.range(start..).take(READ_PAGE).cloned());
+        (true, state.live, state.last_seq)
     }
 
     fn first_in_memory(&self) -> Option<u64> {
@@ -439,7 +451,7 @@ impl Hub {
     /// The events not yet persisted.
     fn unpersisted(&self) -> Vec<Arc<EventRecord>> {
         let state = self.lock();
-        let start = state.events.partition_point(|r| r.seq <= state.persisted);
+        let start = first_at_or_after(&state.events, state.persisted + 1);
         state.events.range(start..).cloned().collect()
     }
 
@@ -453,8 +465,26 @@ impl Hub {
         {
             state.events.pop_front();
         }
+        // A burst (a store that lagged) does not leave its room allocated for the session's life.
+        let keep = 2 * RETAIN.max(state.events.len());
+        if state.events.capacity() > 2 * keep {
+            state.events.shrink_to(keep);
+        }
         drop(state);
-        self.persisted.send_replace(seq);
+        self.written.notify_waiters();
+    }
+}
+
+/// The index of the first event with seq `seq` or above. Seqs in memory are consecutive except
+/// across a reservation gap: the index is found by arithmetic (one record looked at) and, only
+/// across a gap, by a binary search (each step a record elsewhere in memory).
+fn first_at_or_after(events: &VecDeque<Arc<EventRecord>>, seq: u64) -> usize {
+    let Some(front) = events.front() else { return 0 };
+    let Some(offset) = seq.checked_sub(front.seq) else { return 0 };
+    match usize::try_from(offset).ok().and_then(|i| Some((i, events.get(i)?))) {
+        Some((i, record)) if record.seq == seq => i,
+        None if events.back().is_some_and(|r| r.seq < seq) => events.len(),
+        _ => events.partition_point(|r| r.seq < seq),
     }
 }
 
@@ -498,7 +528,7 @@ async fn persister(hub: Arc<Hub>) {
             Err(error) => {
                 tracing::error!(session_id = %hub.session_id, %error, "persisting events failed; retrying");
                 hub.lock().failure = Some(error);
-                hub.persisted.send_modify(|_| {});
+                hub.written.notify_waiters();
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(5));
             }

@@ -32,9 +32,11 @@ mod catalog;
 mod deadline;
 mod error;
 mod execute;
+mod graph;
 mod hub;
 mod lease;
 mod machine;
+mod modes;
 mod run;
 pub mod tool;
 
@@ -42,14 +44,17 @@ pub use agent::{
     ABORT_NAMESPACE, Agent, AgentBuilder, AgentConfig, AgentHooks, ApprovalPolicy,
     DEFAULT_ABORT_POLL, DEFAULT_KEEP_OPEN, DEFAULT_LEASE_TTL, DEFAULT_MAX_TURNS,
     DEFAULT_REMOTE_TOOL_TIMEOUT, DEFAULT_SWEEP_INTERVAL, DEFAULT_TOOL_TIMEOUT, OPTION_MAX_TURNS,
-    OPTION_RUN_AFTER_SEQ, SessionHandle, SessionOptions, ToolGate, run_after_seq,
+    OPTION_MODE, OPTION_RUN_AFTER_SEQ, SessionHandle, SessionOptions, ToolGate, run_after_seq,
     session_max_turns,
 };
 pub use error::{AgentError, ExecuteError};
 pub use execute::{
     AbortHandle, ExecuteResult, ExecuteStream, RecordStream, Sequenced, SequencedStream,
 };
+pub use modes::{GotOptions, Mode, Search, TotOptions};
 pub use tool::{
-    FnTool, Tool, ToolContext, ToolEvent, ToolOutput, ToolOutputSink, ToolStream,
-    parameters_schema, streaming_tool_fn, tool_fn,
+    CancellationToken, DEFAULT_MAX_OUTPUT, FnTool, StaticTools, Tool, ToolContext, ToolError,
+    ToolEvent, ToolOutput, ToolOutputSink, ToolSource, ToolStream, parameters_schema,
+    streaming_tool_fn, tool_fn,
 };
+pub use weft_core::ToolContent;

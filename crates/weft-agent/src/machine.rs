@@ -9,22 +9,44 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use weft_core::{
-    AgentStep, ApprovalDecision, AssistantMessage, CallSlot, CallState, Input, Message, OpenTurn,
-    RunState, Session, SessionStatus, StepAnnotations, StopReason, TimestampMs, ToolCall,
-    ToolExecutionResult, ToolResultMessage,
+    AgentStep, ApprovalDecision, AssistantMessage, CallSlot, CallState, Input, Message,
+    ModeProgress, OpenTurn, RunState, Session, SessionStatus, StepAnnotations, StopReason,
+    TimestampMs, ToolCall, ToolExecutionResult, ToolResultMessage,
 };
 
 use crate::error::ExecuteError;
-
-/// The agent mode this machine runs.
-pub(crate) const MODE: &str = "react";
+use crate::modes::got::{self, GotState, NodeOutcome, Ready};
+use crate::modes::tot::{self, TotState};
+use crate::modes::{Mode, TotOptions};
 
 /// What the loop does next.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Next {
-    /// Call the model with the session's context.
+    /// Call the model with the session's context (react's `think`).
     CallModel,
+    /// Call the model with the session's context and `guidance` (not kept in the
+    /// conversation) in node `node`: tot's step on its chosen thought, got's synthesis.
+    Think {
+        /// The node's name.
+        node: &'static str,
+        /// What the model is told to do now.
+        guidance: String,
+    },
+    /// Call the model on a scratch context (this prompt alone), in node `node`: its answer
+    /// is the mode's (candidates, scores, a plan), never part of the conversation. Report
+    /// with [`Machine::on_scratch`].
+    Scratch {
+        /// The node's name.
+        node: &'static str,
+        /// The prompt.
+        prompt: String,
+    },
+    /// Run the graph's ready nodes ([`Machine::graph_ready`]), reporting each with
+    /// [`Machine::on_graph_node`], until the machine says otherwise.
+    RunGraph,
     /// Run these local calls (in the model's order), then report with
     /// [`Machine::on_tool_results`].
     RunTools(Vec<ToolCall>),
@@ -51,13 +73,29 @@ pub(crate) struct CompletedTurn {
 pub(crate) struct Progress {
     /// A step that ended, with the tool results it appended.
     pub(crate) completed: Option<CompletedTurn>,
+    /// The mode's progress to report (inside the node that made it).
+    pub(crate) events: Vec<ModeProgress>,
+    /// Steps that ended outside the conversation (scratch calls, graph nodes' calls).
+    pub(crate) steps: Vec<Arc<AgentStep>>,
+    /// Why the run ends, when the mode ends it (a bound, a refused plan, every path failed).
+    pub(crate) error: Option<String>,
     /// The next action.
     pub(crate) next: Next,
 }
 
 impl Progress {
     fn next(next: Next) -> Self {
-        Self { completed: None, next }
+        Self { completed: None, events: Vec::new(), steps: Vec::new(), error: None, next }
+    }
+
+    fn finish(status: SessionStatus, error: String) -> Self {
+        Self { error: Some(error), ..Self::next(Next::Finish(status)) }
+    }
+
+    fn with_events(mut self, mut events: Vec<ModeProgress>) -> Self {
+        events.append(&mut self.events);
+        self.events = events;
+        self
     }
 }
 
@@ -91,6 +129,7 @@ pub(crate) struct ToolOutcome {
 pub(crate) struct Machine {
     max_turns: u32,
     remote_timeout_ms: u64,
+    mode: Mode,
     /// The steps this execution finished.
     steps: Vec<Arc<AgentStep>>,
     /// A recovery: once the open turn is complete the run rests instead of calling the model.
@@ -99,9 +138,14 @@ pub(crate) struct Machine {
 
 impl Machine {
     pub(crate) fn new(max_turns: u32, remote_timeout_ms: u64) -> Self {
+        Self::with_mode(max_turns, remote_timeout_ms, Mode::React)
+    }
+
+    pub(crate) fn with_mode(max_turns: u32, remote_timeout_ms: u64, mode: Mode) -> Self {
         Self {
             max_turns: max_turns.max(1),
             remote_timeout_ms,
+            mode,
             steps: Vec::new(),
             recovering: false,
         }
@@ -110,6 +154,11 @@ impl Machine {
     /// The most model calls the run may make.
     pub(crate) fn max_turns(&self) -> u32 {
         self.max_turns
+    }
+
+    /// The run's mode.
+    pub(crate) fn mode(&self) -> &Mode {
+        &self.mode
     }
 
     /// The process that ran the session's run died. Calls it left running are answered with an
@@ -135,6 +184,19 @@ impl Machine {
                 }
             }
         }
+        if let Some(run) = session.run.as_mut() {
+            run.executions = run.executions.saturating_add(1);
+        }
+        if self.mode != Mode::React {
+            // Modes go on from their last checkpoint: nodes that were running run again,
+            // everything that completed stays completed.
+            if let Mode::Got(_) = self.mode {
+                update_state(session, |g: &mut GotState| g.restart_running());
+            }
+            let open = session.open_turn().is_some();
+            return if open { self.advance(session) } else { self.mode_next(session) };
+        }
+        self.recovering = true;
         let mut progress = self.advance(session);
         if progress.next == Next::CallModel {
             progress.next = Next::Finish(SessionStatus::Error);
@@ -176,16 +238,23 @@ impl Machine {
                         calls,
                     });
                 }
+                let task = message.text_content();
                 session.messages.push(Message::User(message));
+                let mode_state = match &self.mode {
+                    Mode::React => serde_json::Value::Null,
+                    Mode::Tot(_) => to_value(&TotState::new(task)),
+                    Mode::Got(_) => to_value(&GotState::new(task)),
+                };
                 session.run = Some(RunState {
                     run_id: run_id.clone(),
-                    mode: MODE.to_string(),
+                    mode: self.mode.name().to_string(),
                     turns: 0,
                     open_turn: None,
-                    mode_state: serde_json::Value::Null,
+                    mode_state,
+                    executions: 0,
                     started_at: now,
                 });
-                Progress::next(Next::CallModel)
+                self.mode_next(session)
             }
             Input::ToolResults(results) => {
                 let turn = open_turn(session)?;
@@ -216,6 +285,7 @@ impl Machine {
                     }
                     indices.push(index);
                 }
+                count_execution(session);
                 let turn = open_turn_mut(session)?;
                 for (mut result, index) in results.into_iter().zip(indices) {
                     let slot = &mut turn.calls[index];
@@ -266,6 +336,7 @@ impl Machine {
                     indices.push(index);
                 }
                 let timeout = self.remote_timeout_ms;
+                count_execution(session);
                 let turn = open_turn_mut(session)?;
                 for (decision, index) in approvals.into_iter().zip(indices) {
                     apply_decision(turn, index, decision, &is_local, now, timeout);
@@ -295,20 +366,14 @@ impl Machine {
         if let Some(run) = session.run.as_mut() {
             run.turns = run.turns.saturating_add(1);
         }
-        session.usage += message.usage;
-        if let Some(cost) = message.cost {
-            session.cost += cost;
+        match self.mode {
+            Mode::React => {}
+            Mode::Tot(_) => update_state(session, |t: &mut TotState| t.on_act_call()),
+            Mode::Got(_) => update_state(session, |g: &mut GotState| g.model_calls += 1),
         }
-        let step = AgentStep {
-            step_id,
-            step_index: session.step_count,
-            timestamp: started_at,
-            llm_response: message.clone(),
-            latency_ms,
-            tool_results: Vec::new(),
-            annotations: StepAnnotations::default(),
-        };
-        session.step_count += 1;
+        let node =
+            if self.mode == Mode::React { None } else { Some(self.conversation_node(session)) };
+        let step = self.new_step(session, &message, step_id, started_at, latency_ms, node, false);
         let failure = match message.stop_reason {
             StopReason::Error => Some(SessionStatus::Error),
             StopReason::Aborted => Some(SessionStatus::Aborted),
@@ -321,6 +386,22 @@ impl Machine {
             return self.finish_step(session, step, status);
         }
         if calls.is_empty() {
+            if let Mode::Tot(options) = &self.mode {
+                let text = session.messages.last().map(message_text).unwrap_or_default();
+                if tot::is_dead_end(&text) {
+                    let options = options.clone();
+                    let mut progress = self.finish_step(session, step, SessionStatus::Completed);
+                    let reason = format!(
+                        "the model reported a dead end: {}",
+                        crate::modes::summary(&text, 80)
+                    );
+                    let then = self.tot_failed(session, &reason, &options);
+                    progress.events = then.events;
+                    progress.error = then.error;
+                    progress.next = then.next;
+                    return progress;
+                }
+            }
             return self.finish_step(session, step, SessionStatus::Completed);
         }
         let now = started_at + latency_ms;
@@ -434,6 +515,9 @@ impl Machine {
                 results.push(result);
             }
         }
+        let failed_call = results.iter().find(|r| r.is_error).map(|r| {
+            format!("tool {} failed: {}", r.tool_name, crate::modes::summary(&r.text_content(), 80))
+        });
         let next = if self.recovering {
             Next::Finish(SessionStatus::Error)
         } else if run.turns >= self.max_turns {
@@ -449,7 +533,266 @@ impl Machine {
         for result in &results {
             session.messages.push_shared(Arc::clone(result));
         }
-        Progress { completed: Some(CompletedTurn { results, first_result, step }), next }
+        let completed = Some(CompletedTurn { results, first_result, step });
+        let mut progress = Progress { completed, ..Progress::next(next) };
+        if progress.next == Next::CallModel {
+            let then = match self.mode.clone() {
+                Mode::React | Mode::Got(_) => return progress,
+                Mode::Tot(options) => match failed_call {
+                    Some(reason) => self.tot_failed(session, &reason, &options),
+                    None => {
+                        match update_state(session, |t: &mut TotState| t.on_step_ok(&options)) {
+                            Some(reason) => self.tot_failed(session, &reason, &options),
+                            None => self.mode_next(session),
+                        }
+                    }
+                },
+            };
+            progress.events = then.events;
+            progress.error = then.error;
+            progress.next = then.next;
+        }
+        progress
+    }
+
+    /// The id of a node run named `name` starting now: unique over the session's life (the
+    /// session's step count, and the execution of the run after a resume or recovery).
+    pub(crate) fn node_id(&self, session: &Session, name: &str) -> String {
+        let executions = session.run.as_ref().map_or(0, |r| r.executions);
+        // ReAct's `think` and `observe` are unique by step already (each step has one of
+        // each); its `act` may run again in a resumed execution of the same step.
+        let react_unique = self.mode == Mode::React && name != "act";
+        if executions == 0 || react_unique {
+            format!("{name}-{}", session.step_count)
+        } else {
+            format!("{name}-{}.{executions}", session.step_count)
+        }
+    }
+
+    /// The name of the node a conversation call of this mode runs in.
+    pub(crate) fn conversation_node(&self, session: &Session) -> String {
+        let name = match &self.mode {
+            Mode::Got(_) => "synthesize",
+            _ => "think",
+        };
+        self.node_id(session, name)
+    }
+
+    /// What the mode does next, with no turn open.
+    fn mode_next(&mut self, session: &mut Session) -> Progress {
+        let calls_error = |mode: &str, max: u32| {
+            format!("the run stopped after {max} model calls ({mode} maxModelCalls)")
+        };
+        match self.mode.clone() {
+            Mode::React => Progress::next(Next::CallModel),
+            Mode::Tot(options) => {
+                let Some(state) = read_state::<TotState>(session) else {
+                    return Progress::finish(
+                        SessionStatus::Error,
+                        "the tot state is missing".into(),
+                    );
+                };
+                match state.next(&options) {
+                    tot::Action::Scratch { node, prompt } => {
+                        Progress::next(Next::Scratch { node, prompt })
+                    }
+                    tot::Action::Think { guidance } => {
+                        Progress::next(Next::Think { node: "think", guidance })
+                    }
+                    tot::Action::OutOfCalls => Progress::finish(
+                        SessionStatus::MaxTurns,
+                        calls_error("tot", options.max_model_calls),
+                    ),
+                }
+            }
+            Mode::Got(options) => {
+                let Some(state) = read_state::<GotState>(session) else {
+                    return Progress::finish(
+                        SessionStatus::Error,
+                        "the got state is missing".into(),
+                    );
+                };
+                let out_of_calls = state.model_calls >= options.max_model_calls;
+                match &state.phase {
+                    got::Phase::Plan | got::Phase::Replan { .. } if out_of_calls => {
+                        Progress::finish(
+                            SessionStatus::MaxTurns,
+                            calls_error("got", options.max_model_calls),
+                        )
+                    }
+                    got::Phase::Plan | got::Phase::Replan { .. } => Progress::next(Next::Scratch {
+                        node: "plan_graph",
+                        prompt: state.plan_prompt(&options),
+                    }),
+                    got::Phase::Run if state.out_of_calls(&options) => Progress::finish(
+                        SessionStatus::MaxTurns,
+                        calls_error("got", options.max_model_calls),
+                    ),
+                    got::Phase::Run => Progress::next(Next::RunGraph),
+                    got::Phase::Synthesize if out_of_calls => Progress::finish(
+                        SessionStatus::MaxTurns,
+                        calls_error("got", options.max_model_calls),
+                    ),
+                    got::Phase::Synthesize => Progress::next(Next::Think {
+                        node: "synthesize",
+                        guidance: state.synthesis_guidance(),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// A tot path failed: backtrack, or end the run when no candidate is left.
+    fn tot_failed(
+        &mut self,
+        session: &mut Session,
+        reason: &str,
+        options: &TotOptions,
+    ) -> Progress {
+        match update_state(session, |t: &mut TotState| t.backtrack(reason, options)) {
+            Some(event) => self.mode_next(session).with_events(vec![event]),
+            None => Progress::finish(
+                SessionStatus::Error,
+                format!("every path of the tree of thoughts failed (last: {reason})"),
+            ),
+        }
+    }
+
+    /// A step of `message` (the session's next), its usage and cost counted in the session.
+    #[allow(clippy::too_many_arguments)]
+    fn new_step(
+        &self,
+        session: &mut Session,
+        message: &AssistantMessage,
+        step_id: String,
+        started_at: TimestampMs,
+        latency_ms: u64,
+        node: Option<String>,
+        scratch: bool,
+    ) -> AgentStep {
+        session.usage += message.usage;
+        if let Some(cost) = message.cost {
+            session.cost += cost;
+        }
+        let mut annotations = StepAnnotations::default();
+        if self.mode != Mode::React {
+            annotations.extra.insert("mode".into(), self.mode.name().into());
+            if let Some(node) = node {
+                annotations.extra.insert("node".into(), node.into());
+            }
+            if scratch {
+                annotations.extra.insert("scratch".into(), true.into());
+            }
+        }
+        let step = AgentStep {
+            step_id,
+            step_index: session.step_count,
+            timestamp: started_at,
+            llm_response: message.clone(),
+            latency_ms,
+            tool_results: Vec::new(),
+            annotations,
+        };
+        session.step_count += 1;
+        step
+    }
+
+    /// A scratch call (candidates, scores, a plan) answered in node `node` (its name) with
+    /// node run `node_id`: a step of its own, never part of the conversation.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn on_scratch(
+        &mut self,
+        session: &mut Session,
+        node: &str,
+        node_id: String,
+        message: AssistantMessage,
+        step_id: String,
+        started_at: TimestampMs,
+        latency_ms: u64,
+    ) -> Progress {
+        let step =
+            self.new_step(session, &message, step_id, started_at, latency_ms, Some(node_id), true);
+        let step = Arc::new(step);
+        self.steps.push(Arc::clone(&step));
+        let steps = vec![step];
+        let text = message.text();
+        let failure = match message.stop_reason {
+            StopReason::Error => Some(SessionStatus::Error),
+            StopReason::Aborted => Some(SessionStatus::Aborted),
+            _ => None,
+        };
+        if let Some(status) = failure {
+            let why = message.error_message.unwrap_or_else(|| "the model call failed".into());
+            return Progress { steps, ..Progress::finish(status, why) };
+        }
+        let progress = match (self.mode.clone(), node) {
+            (Mode::Tot(options), "think_expand") => {
+                let events = update_state(session, |t: &mut TotState| t.on_expand(&text, &options));
+                self.mode_next(session).with_events(events)
+            }
+            (Mode::Tot(options), _) => {
+                let (events, failed) =
+                    update_state(session, |t: &mut TotState| t.on_evaluate(&text));
+                match failed {
+                    Some(reason) => self.tot_failed(session, &reason, &options).with_events(events),
+                    None => self.mode_next(session).with_events(events),
+                }
+            }
+            (Mode::Got(options), _) => {
+                match update_state(session, |g: &mut GotState| g.on_plan(&text, &options)) {
+                    Ok(events) => self.mode_next(session).with_events(events),
+                    Err(error) => Progress::finish(SessionStatus::Error, error),
+                }
+            }
+            (Mode::React, _) => Progress::next(Next::CallModel),
+        };
+        Progress { steps, ..progress }
+    }
+
+    /// The graph's nodes that may start now, marked running.
+    pub(crate) fn graph_ready(&mut self, session: &mut Session) -> Vec<Ready> {
+        let Mode::Got(options) = &self.mode else { return Vec::new() };
+        update_state(session, |g: &mut GotState| g.ready(options))
+    }
+
+    /// Graph node `id` ended; `calls` are its model calls (each a step outside the
+    /// conversation). Goes on with the graph while nodes run or may start.
+    pub(crate) fn on_graph_node(
+        &mut self,
+        session: &mut Session,
+        id: &str,
+        outcome: NodeOutcome,
+        calls: Vec<NodeCall>,
+    ) -> Progress {
+        let Mode::Got(options) = self.mode.clone() else { return Progress::next(Next::CallModel) };
+        let mut steps = Vec::with_capacity(calls.len());
+        for call in calls {
+            let NodeCall { message, step_id, started_at, latency_ms, node_id, tool_results } = call;
+            let mut step = self.new_step(
+                session,
+                &message,
+                step_id,
+                started_at,
+                latency_ms,
+                Some(node_id),
+                true,
+            );
+            step.tool_results = tool_results;
+            let step = Arc::new(step);
+            self.steps.push(Arc::clone(&step));
+            steps.push(step);
+        }
+        let events = update_state(session, |g: &mut GotState| g.on_node(id, outcome, &options));
+        let running = read_state::<GotState>(session)
+            .is_some_and(|g| g.nodes.iter().any(|n| n.status == got::NodeStatus::Running));
+        let progress =
+            if running { Progress::next(Next::RunGraph) } else { self.mode_next(session) };
+        Progress { steps, ..progress.with_events(events) }
+    }
+
+    /// The mode's state, as saved (for `values` and checkpoints).
+    pub(crate) fn mode_state(session: &Session) -> serde_json::Value {
+        session.run.as_ref().map(|r| r.mode_state.clone()).unwrap_or_default()
     }
 
     fn finish_step(
@@ -463,7 +806,7 @@ impl Machine {
         let first_result = session.messages.len() as u64;
         Progress {
             completed: Some(CompletedTurn { results: Vec::new(), first_result, step }),
-            next: Next::Finish(status),
+            ..Progress::next(Next::Finish(status))
         }
     }
 }
@@ -538,5 +881,59 @@ fn rejected_execution(
         details: None,
         started_at: now,
         latency_ms: 0,
+    }
+}
+
+/// One model call a graph node made, as the driver reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NodeCall {
+    /// The model's message.
+    pub(crate) message: AssistantMessage,
+    /// The step's id.
+    pub(crate) step_id: String,
+    /// When the call started.
+    pub(crate) started_at: TimestampMs,
+    /// How long it took.
+    pub(crate) latency_ms: u64,
+    /// The node run it was made in.
+    pub(crate) node_id: String,
+    /// The tools it called, executed.
+    pub(crate) tool_results: Vec<ToolExecutionResult>,
+}
+
+fn to_value(state: &impl Serialize) -> serde_json::Value {
+    serde_json::to_value(state).unwrap_or_default()
+}
+
+/// The mode's state, read from the run.
+fn read_state<T: DeserializeOwned>(session: &Session) -> Option<T> {
+    serde_json::from_value(session.run.as_ref()?.mode_state.clone()).ok()
+}
+
+/// Changes the mode's state in the run with `f` (a missing or unreadable state starts as the
+/// default).
+fn update_state<T: DeserializeOwned + Serialize + Default, R>(
+    session: &mut Session,
+    f: impl FnOnce(&mut T) -> R,
+) -> R {
+    let mut state: T = read_state(session).unwrap_or_default();
+    let out = f(&mut state);
+    if let Some(run) = session.run.as_mut() {
+        run.mode_state = to_value(&state);
+    }
+    out
+}
+
+/// A resume starts another execution of the run.
+fn count_execution(session: &mut Session) {
+    if let Some(run) = session.run.as_mut() {
+        run.executions = run.executions.saturating_add(1);
+    }
+}
+
+fn message_text(message: &Message) -> String {
+    match message {
+        Message::Assistant(m) => m.text(),
+        _ => String::new(),
     }
 }

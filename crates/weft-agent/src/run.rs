@@ -21,8 +21,13 @@ use weft_llm::{CancellationToken, ContentDelta, ModelRequest, ProviderStream, St
 use crate::agent::{AgentInner, SessionHandle, ToolGate};
 use crate::catalog::{Catalog, Resolved};
 use crate::execute::{Emitter, ExecuteResult};
-use crate::machine::{CompletedTurn, Disposition, MODE, Machine, Next, Progress, ToolOutcome};
-use crate::tool::{ToolContext, ToolEvent};
+use crate::graph::{GraphMsg, GraphNodeRun};
+use crate::machine::{CompletedTurn, Disposition, Machine, Next, Progress, ToolOutcome};
+use crate::modes::got::{NodeOutcome, Ready};
+use crate::tool::{
+    DEFAULT_MAX_OUTPUT, ToolContext, ToolError, ToolEvent, ToolOutput, floor_char_boundary,
+    truncation_note,
+};
 
 /// One run in progress.
 pub(crate) struct Run {
@@ -36,6 +41,10 @@ pub(crate) struct Run {
     error: Option<String>,
     /// The run's lease, when a store keeps the session.
     lease: Option<crate::lease::Lease>,
+    /// Checkpoints taken and not stored yet (stored at the next boundary).
+    checkpoints: Vec<weft_core::Checkpoint>,
+    /// The id of the last checkpoint taken.
+    last_checkpoint: Option<String>,
 }
 
 impl Run {
@@ -58,6 +67,8 @@ impl Run {
             session_id,
             error: None,
             lease: None,
+            checkpoints: Vec::new(),
+            last_checkpoint: None,
         }
     }
 
@@ -84,21 +95,45 @@ impl Run {
         self.emitter.emit(AgentEvent::SessionStart {
             session_id: self.session_id.clone(),
             run_id: self.emitter.run_id().to_string(),
-            agent: MODE.to_string(),
+            agent: self.machine.mode().name().to_string(),
         });
         if let Some((message, position)) = input {
             self.emit_message(message, position);
         }
         let mut progress = first;
         let status = loop {
+            if let Some(error) = progress.error.take() {
+                self.error.get_or_insert(error);
+            }
+            let events = std::mem::take(&mut progress.events);
             if let Some(done) = progress.completed.take() {
-                self.emit_completed(done);
+                self.emit_completed(done, events);
+            } else {
+                self.emit_progress(events);
+            }
+            for step in std::mem::take(&mut progress.steps) {
+                self.emitter.emit(AgentEvent::StepEnd { step });
+            }
+            // A node run ended here (an observation): its checkpoint is stored before the next
+            // node starts.
+            if !self.checkpoints.is_empty() {
+                self.checkpoint().await;
+            }
+            let calls_model = matches!(
+                progress.next,
+                Next::CallModel | Next::Think { .. } | Next::Scratch { .. } | Next::RunGraph
+            );
+            if calls_model && self.cancel.is_cancelled() {
+                progress = self.with_session(|m, s| m.abort(s, now_ms()));
+                continue;
             }
             match progress.next {
-                Next::CallModel if self.cancel.is_cancelled() => {
-                    progress = self.with_session(|m, s| m.abort(s, now_ms()));
+                Next::CallModel => progress = self.call_model(None).await,
+                Next::Think { node, guidance } => {
+                    progress = self.call_model(Some((node, guidance))).await;
                 }
-                Next::CallModel => progress = self.call_model().await,
+                Next::Scratch { node, prompt } => progress = self.scratch(node, prompt).await,
+                Next::RunGraph => progress = self.run_graph().await,
                 Next::RunTools(calls) => progress = self.run_tools(calls).await,
                 Next::Suspend(status) | Next::Finish(status) => break status,
             }
@@ -111,10 +146,20 @@ impl Run {
     /// Saves what the last step changed (a boundary: a model call or a batch of tools ended).
     /// A store that refuses or fails stops the run: it is aborted, and the error reported.
     async fn checkpoint(&mut self) {
-        let failure = match self.session.save().await {
+        let mut failure = match self.session.save().await {
             Err(error) => Some(error.to_string()),
             Ok(()) => self.emitter.failure().map(ToString::to_string),
         };
+        // The session (with the run's state) is saved: its checkpoints may be stored.
+        if let Some(store) = self.session.shared.store.clone() {
+            for checkpoint in std::mem::take(&mut self.checkpoints) {
+                if let Err(error) = store.put_checkpoint(checkpoint).await {
+                    failure.get_or_insert(error.to_string());
+                }
+            }
+        } else {
+            self.checkpoints.clear();
+        }
         if let Some(error) = failure {
             tracing::error!(session_id = %self.session_id, %error, "the session store failed: the run stops");
             self.error.get_or_insert(format!("the session store failed: {error}"));
@@ -165,6 +210,11 @@ impl Run {
                 usage += m.usage;
                 cost += m.cost.unwrap_or_default();
             }
+        }
+        // Scratch calls (candidates, scores, plans, graph nodes) are not in the conversation.
+        for step in steps.iter().filter(|s| s.annotations.extra.contains_key("scratch")) {
+            usage += step.llm_response.usage;
+            cost += step.llm_response.cost.unwrap_or_default();
         }
         let span = MessageSpan { first: self.start_len as u64, count: messages.len() as u64 };
         self.emitter.emit_repeating(
@@ -246,51 +296,122 @@ impl Run {
     }
 
     /// A step ended: its tool results (the observe node) and the step itself.
-    fn emit_completed(&mut self, done: CompletedTurn) {
+    fn emit_completed(&mut self, done: CompletedTurn, events: Vec<weft_core::ModeProgress>) {
         let CompletedTurn { results, first_result, step } = done;
         if !results.is_empty() {
             let node_id = format!("observe-{}", step.step_index);
+            let before = self.mode_state();
             self.emitter
                 .emit(AgentEvent::NodeEnter { name: "observe".into(), node_id: node_id.clone() });
             for (position, result) in (first_result..).zip(results) {
                 self.emit_message(result, position);
             }
+            // What the observation decided (a backtrack) belongs to it.
+            self.emit_progress(events);
             self.emitter.emit(AgentEvent::NodeExit {
                 name: "observe".into(),
-                node_id,
+                node_id: node_id.clone(),
                 error: None,
             });
+            self.after_node("observe", &node_id, before);
+        } else {
+            self.emit_progress(events);
         }
         // The step's assistant message sits right before its results.
         let span = first_result.checked_sub(1).map(MessageSpan::one);
         self.emitter.emit_repeating(AgentEvent::StepEnd { step }, span);
     }
 
+    fn emit_progress(&mut self, events: Vec<weft_core::ModeProgress>) {
+        for event in events {
+            self.emitter.emit(AgentEvent::Progress(event));
+        }
+    }
+
+    /// The mode's state now (`null` in react mode, which keeps none).
+    fn mode_state(&self) -> serde_json::Value {
+        if *self.machine.mode() == crate::Mode::React {
+            return serde_json::Value::Null;
+        }
+        Machine::mode_state(&self.session.lock().session)
+    }
+
+    /// After a node run of a mode that keeps a state: `values` (the state), `updates` (what the
+    /// node changed: the state's members that differ from `before`), and a checkpoint of it,
+    /// persisted through the store with the session at the next boundary.
+    fn after_node(&mut self, name: &str, node_id: &str, before: serde_json::Value) {
+        if *self.machine.mode() == crate::Mode::React {
+            return;
+        }
+        let (state, step) = {
+            let s = &self.session.lock().session;
+            (Machine::mode_state(s), s.step_count)
+        };
+        let mut changed = serde_json::Map::new();
+        if let serde_json::Value::Object(now) = &state {
+            for (key, value) in now {
+                if before.get(key) != Some(value) {
+                    changed.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        self.emitter.emit(AgentEvent::StateSnapshot { state: state.clone() });
+        self.emitter.emit(AgentEvent::StateUpdate {
+            name: name.to_string(),
+            state: serde_json::Value::Object(changed),
+        });
+        let checkpoint = weft_core::Checkpoint {
+            session_id: self.session_id.clone(),
+            namespace: self.machine.mode().name().to_string(),
+            id: node_id.to_string(),
+            parent_id: self.last_checkpoint.replace(node_id.to_string()),
+            at: now_ms(),
+            value: state.clone(),
+        };
+        self.emitter.emit(AgentEvent::Checkpoint {
+            checkpoint_id: checkpoint.id.clone(),
+            thread_id: checkpoint.session_id.clone(),
+            checkpoint_ns: checkpoint.namespace.clone(),
+            step,
+            timestamp: checkpoint.at,
+            state,
+        });
+        self.checkpoints.push(checkpoint);
+    }
+
     /// One model call: streams its events, then hands the message to the machine.
-    async fn call_model(&mut self) -> Progress {
+    /// `guided`: the node's name and what the model is told to do now (a mode's step; the
+    /// guidance is not kept in the conversation).
+    async fn call_model(&mut self, guided: Option<(&'static str, String)>) -> Progress {
         let agent = self.agent.clone();
-        let (mut request, step_index, provider) = {
+        let name = guided.as_ref().map_or("think", |(name, _)| name);
+        let (mut request, step_index, provider, node_id) = {
             let state = self.session.lock();
             let s = &state.session;
-            let mut tools: Vec<_> = agent.tools.specs().cloned().collect();
+            let mut tools: Vec<_> = agent.tools.snapshot().specs().cloned().collect();
             tools.extend(s.tools.iter().cloned());
+            let mut messages = s.messages.clone();
+            if let Some((_, guidance)) = &guided {
+                messages.push(Message::User(weft_core::UserMessage::text(guidance.clone())));
+            }
             let request = ModelRequest {
                 session_id: s.id.clone(),
                 model: s.model.clone(),
                 system_prompt: s.system_prompt.clone(),
-                messages: s.messages.clone(),
+                messages,
                 tools,
                 temperature: agent.config.temperature,
                 max_tokens: agent.config.max_tokens,
                 prices: None,
             };
-            (request, s.step_count, agent.provider_for(&s.provider))
+            let node_id = self.machine.node_id(s, name);
+            (request, s.step_count, agent.provider_for(&s.provider), node_id)
         };
         agent.hooks.before_model_call(&mut request).await;
 
+        let before = self.mode_state();
         let step_id = uuid::Uuid::new_v4().to_string();
-        let node_id = format!("think-{step_index}");
-        self.emitter.emit(AgentEvent::NodeEnter { name: "think".into(), node_id: node_id.clone() });
+        self.emitter.emit(AgentEvent::NodeEnter { name: name.into(), node_id: node_id.clone() });
         self.emitter.emit(AgentEvent::StepStart { step_id: step_id.clone(), step_index });
         self.emitter.emit(AgentEvent::MessageStart { role: Role::Assistant });
 
@@ -327,8 +448,217 @@ impl Run {
             };
             self.emitter.emit_repeating(AgentEvent::Error { error: error.clone(), message }, span);
         }
-        self.emitter.emit(AgentEvent::NodeExit { name: "think".into(), node_id, error: failure });
+        let mut progress = progress;
+        // What the answer decided (a dead end's backtrack) belongs to this node, when no tool
+        // results follow (they have an `observe` node of their own).
+        if progress.completed.as_ref().is_some_and(|c| c.results.is_empty()) {
+            self.emit_progress(std::mem::take(&mut progress.events));
+        }
+        self.emitter.emit(AgentEvent::NodeExit {
+            name: name.into(),
+            node_id: node_id.clone(),
+            error: failure,
+        });
+        self.after_node(name, &node_id, before);
         progress
+    }
+
+    /// A scratch model call in node `name`: the prompt alone, no tools; its answer is the
+    /// mode's, never part of the conversation.
+    async fn scratch(&mut self, name: &'static str, prompt: String) -> Progress {
+        let agent = self.agent.clone();
+        let (request, step_index, provider, node_id) = {
+            let s = &self.session.lock().session;
+            let mut messages = weft_core::History::new();
+            messages.push(Message::User(weft_core::UserMessage::text(prompt)));
+            let request = ModelRequest {
+                session_id: s.id.clone(),
+                model: s.model.clone(),
+                system_prompt: s.system_prompt.clone(),
+                messages,
+                tools: Vec::new(),
+                temperature: agent.config.temperature,
+                max_tokens: agent.config.max_tokens,
+                prices: None,
+            };
+            let node_id = self.machine.node_id(s, name);
+            (request, s.step_count, agent.provider_for(&s.provider), node_id)
+        };
+        let before = self.mode_state();
+        let step_id = uuid::Uuid::new_v4().to_string();
+        self.emitter.emit(AgentEvent::NodeEnter { name: name.into(), node_id: node_id.clone() });
+        self.emitter.emit(AgentEvent::StepStart { step_id: step_id.clone(), step_index });
+        self.emitter.emit(AgentEvent::MessageStart { role: Role::Assistant });
+        let started_at = now_ms();
+        let clock = Instant::now();
+        let stream = provider.stream(request, self.cancel.child_token());
+        let message = self.stream_message(stream).await;
+        let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let failure = message.stop_reason.is_failure().then(|| {
+            message.error_message.clone().unwrap_or_else(|| "the model call failed".to_string())
+        });
+        let shared = Arc::new(Message::Assistant(message.clone()));
+        self.emitter.emit(AgentEvent::MessageEnd { message: Arc::clone(&shared) });
+        if let Some(error) = &failure {
+            self.emitter.emit(AgentEvent::Error { error: error.clone(), message: Some(shared) });
+        }
+        let id = node_id.clone();
+        let mut progress = self.with_session(|m, s| {
+            m.on_scratch(s, name, id, message, step_id, started_at, latency_ms)
+        });
+        self.emit_progress(std::mem::take(&mut progress.events));
+        for step in std::mem::take(&mut progress.steps) {
+            self.emitter.emit(AgentEvent::StepEnd { step });
+        }
+        let error = failure.or_else(|| progress.error.clone());
+        self.emitter.emit(AgentEvent::NodeExit {
+            name: name.into(),
+            node_id: node_id.clone(),
+            error,
+        });
+        self.after_node(name, &node_id, before);
+        progress
+    }
+
+    /// Runs the graph's ready nodes concurrently (up to the mode's limit), each a small ReAct
+    /// loop in a task of its own whose events carry its node run's id; reports each to the
+    /// machine as it ends, saving the run after each, until the graph is done with.
+    async fn run_graph(&mut self) -> Progress {
+        let (tx, mut rx) = mpsc::channel::<GraphMsg>(256);
+        let mut running = 0usize;
+        let mut last: Option<Progress> = None;
+        loop {
+            let ready = if self.cancel.is_cancelled() || last.is_some() {
+                Vec::new()
+            } else {
+                self.with_session(|m, s| m.graph_ready(s))
+            };
+            for node in ready {
+                self.start_graph_node(node, tx.clone());
+                running += 1;
+            }
+            if running == 0 {
+                return last.unwrap_or_else(|| {
+                    let mut p = self.with_session(|m, s| m.abort(s, now_ms()));
+                    if !self.cancel.is_cancelled() {
+                        p.error = Some("the graph cannot go on: no node is ready".into());
+                        p.next = Next::Finish(weft_core::SessionStatus::Error);
+                    }
+                    p
+                });
+            }
+            let message = match rx.try_recv() {
+                Ok(message) => Some(message),
+                Err(_) => {
+                    self.emitter.flush().await;
+                    rx.recv().await
+                }
+            };
+            let Some(message) = message else { continue };
+            match message {
+                GraphMsg::Event(node, event) => {
+                    self.emitter.emit_in(Some(node), event);
+                    self.emitter.pace().await;
+                }
+                GraphMsg::Done { id, node_id, outcome, calls } => {
+                    running -= 1;
+                    let before = self.mode_state();
+                    let error = outcome.result.as_ref().err().cloned();
+                    let mut progress =
+                        self.with_session(|m, s| m.on_graph_node(s, &id, outcome, calls));
+                    let node: Arc<str> = Arc::from(node_id.as_str());
+                    for step in std::mem::take(&mut progress.steps) {
+                        self.emitter.emit_in(Some(node.clone()), AgentEvent::StepEnd { step });
+                    }
+                    for event in std::mem::take(&mut progress.events) {
+                        self.emitter.emit_in(Some(node.clone()), AgentEvent::Progress(event));
+                    }
+                    self.emitter.emit_in(
+                        Some(node),
+                        AgentEvent::NodeExit {
+                            name: "got_node".into(),
+                            node_id: node_id.clone(),
+                            error,
+                        },
+                    );
+                    self.after_node("got_node", &node_id, before);
+                    self.checkpoint().await;
+                    if progress.next != Next::RunGraph {
+                        last = Some(progress);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts graph node `node`: its node run is entered, and its first model call made, here
+    /// (in the order nodes become ready), the rest in a task of its own.
+    fn start_graph_node(&mut self, node: Ready, tx: mpsc::Sender<GraphMsg>) {
+        let agent = self.agent.clone();
+        let (request, provider, node_id) = {
+            let s = &self.session.lock().session;
+            let mut messages = weft_core::History::new();
+            messages.push(Message::User(weft_core::UserMessage::text(node.prompt.clone())));
+            let mut tools: Vec<_> = agent.tools.snapshot().specs().cloned().collect();
+            tools.extend(s.tools.iter().cloned());
+            let request = ModelRequest {
+                session_id: s.id.clone(),
+                model: s.model.clone(),
+                system_prompt: s.system_prompt.clone(),
+                messages,
+                tools,
+                temperature: agent.config.temperature,
+                max_tokens: agent.config.max_tokens,
+                prices: None,
+            };
+            let node_id = self.machine.node_id(s, &format!("got-{}", node.id));
+            (request, agent.provider_for(&s.provider), node_id)
+        };
+        let node_ref: Arc<str> = Arc::from(node_id.as_str());
+        self.emitter.emit_in(
+            Some(node_ref.clone()),
+            AgentEvent::NodeEnter { name: "got_node".into(), node_id: node_id.clone() },
+        );
+        self.emitter.emit_in(
+            Some(node_ref.clone()),
+            AgentEvent::Progress(weft_core::ModeProgress::GotNodeStart { id: node.id.clone() }),
+        );
+        let turns = match self.machine.mode() {
+            crate::Mode::Got(options) => options.node_turns.max(1),
+            _ => 1,
+        };
+        let cancel = self.cancel.child_token();
+        let started_at = now_ms();
+        let first = provider.stream(request.clone(), cancel.clone());
+        let tool_context = ToolContext {
+            call_id: String::new(),
+            session_id: self.session_id.clone(),
+            run_id: self.emitter.run_id().to_string(),
+            owner_id: self.session.lock().session.owner.clone(),
+            cancel: cancel.clone(),
+        };
+        let ctx = GraphNodeRun {
+            agent,
+            provider,
+            request,
+            node,
+            node_id,
+            node_ref,
+            turns,
+            cancel,
+            tx,
+            tool_context,
+        };
+        let (id, node_id, tx) = (ctx.node.id.clone(), ctx.node_id.clone(), ctx.tx.clone());
+        tokio::spawn(async move {
+            // A node that panics (a provider or a tool breaking its contract) fails; the graph
+            // goes on without it.
+            if let Err(panic) = AssertUnwindSafe(ctx.run(first, started_at)).catch_unwind().await {
+                let error = format!("the node stopped unexpectedly: {}", panic_message(&*panic));
+                let outcome = NodeOutcome { result: Err(error), model_calls: 0, expansion: None };
+                let _ = tx.send(GraphMsg::Done { id, node_id, outcome, calls: Vec::new() }).await;
+            }
+        });
     }
 
     /// Streams one model call's events and returns its final message.
@@ -384,7 +714,8 @@ impl Run {
     /// How each tool call of `message` is to be handled: validation, hooks, approval.
     async fn dispositions(&self, message: &AssistantMessage) -> Vec<Disposition> {
         let agent = &self.agent;
-        let catalog = Catalog { local: &agent.tools, remote: &self.session.shared.remote };
+        let local = agent.tools.snapshot();
+        let catalog = Catalog { local: &local, remote: &self.session.shared.remote };
         let mut out = Vec::new();
         for call in message.tool_calls() {
             let (spec, checked, local) = match catalog.resolve(&call.name) {
@@ -420,11 +751,18 @@ impl Run {
     /// touches only that call), streaming their output; results are handed over in the model's
     /// order by the machine.
     async fn run_tools(&mut self, calls: Vec<ToolCall>) -> Progress {
-        let node_id = {
+        let (node_id, owner_id) = {
             let state = self.session.lock();
             let index = state.session.open_turn().map_or(0, |t| t.step.step_index);
-            format!("act-{index}")
+            // A resumed execution may act again on the same step: its node run is another.
+            let node_id = match state.session.run.as_ref().map_or(0, |r| r.executions) {
+                0 => format!("act-{index}"),
+                executions => format!("act-{index}.{executions}"),
+            };
+            (node_id, state.session.owner.clone())
         };
+        let local_tools = self.agent.tools.snapshot();
+        let before = self.mode_state();
         self.emitter.emit(AgentEvent::NodeEnter { name: "act".into(), node_id: node_id.clone() });
         let (tx, mut rx) = mpsc::channel::<(usize, ToolEvent)>(256);
         let mut tasks = JoinSet::new();
@@ -436,13 +774,20 @@ impl Run {
                 args: call.arguments.clone(),
             });
             started.push((now_ms(), Instant::now()));
-            let Some(local) = self.agent.tools.get(&call.name) else {
-                let _ = tx.try_send((i, ToolEvent::Error(format!("Tool {} not found", call.name))));
+            let Some(local) = local_tools.get(&call.name) else {
+                let error = ToolError::failed(format!("Tool {} not found", call.name));
+                let _ = tx.try_send((i, ToolEvent::Error(error)));
                 continue;
             };
             let tool = local.tool.clone();
             let timeout = tool.timeout().unwrap_or(self.agent.config.tool_timeout);
-            let ctx = ToolContext { call_id: call.id.clone(), cancel: self.cancel.child_token() };
+            let ctx = ToolContext {
+                call_id: call.id.clone(),
+                session_id: self.session_id.clone(),
+                run_id: self.emitter.run_id().to_string(),
+                owner_id: owner_id.clone(),
+                cancel: self.cancel.child_token(),
+            };
             let args = call.arguments.clone();
             let tx = tx.clone();
             tasks.spawn(run_one(i, tool, args, ctx, timeout, tx));
@@ -476,14 +821,13 @@ impl Run {
                 ToolEvent::Complete(out) => {
                     if outcomes[i].is_none() {
                         remaining -= 1;
-                        outcomes[i] =
-                            Some(self.outcome(call, out.output, out.details, false, started[i]));
+                        outcomes[i] = Some(self.outcome(call, Ok(out), started[i]));
                     }
                 }
                 ToolEvent::Error(error) => {
                     if outcomes[i].is_none() {
                         remaining -= 1;
-                        outcomes[i] = Some(self.outcome(call, error, None, true, started[i]));
+                        outcomes[i] = Some(self.outcome(call, Err(error), started[i]));
                     }
                 }
             }
@@ -492,12 +836,17 @@ impl Run {
             tasks.abort_all();
             for (i, call) in calls.iter().enumerate() {
                 if outcomes[i].is_none() {
-                    let text = "Tool call aborted: the run was aborted".to_string();
-                    outcomes[i] = Some(self.outcome(call, text, None, true, started[i]));
+                    let error = ToolError::Cancelled("the run was aborted".into());
+                    outcomes[i] = Some(self.outcome(call, Err(error), started[i]));
                 }
             }
         }
-        self.emitter.emit(AgentEvent::NodeExit { name: "act".into(), node_id, error: None });
+        self.emitter.emit(AgentEvent::NodeExit {
+            name: "act".into(),
+            node_id: node_id.clone(),
+            error: None,
+        });
+        self.after_node("act", &node_id, before);
         let outcomes: Vec<ToolOutcome> = outcomes.into_iter().flatten().collect();
         let now = now_ms();
         self.with_session(|m, s| {
@@ -510,40 +859,57 @@ impl Run {
     fn outcome(
         &mut self,
         call: &ToolCall,
-        output: String,
-        details: Option<serde_json::Value>,
-        is_error: bool,
-        (started_at, clock): (u64, Instant),
+        result: Result<ToolOutput, ToolError>,
+        started: (u64, Instant),
     ) -> ToolOutcome {
-        self.emitter.emit(AgentEvent::ToolExecutionEnd {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            output: output.clone(),
-            details: details.clone(),
-            is_error,
-        });
-        let result = ToolResultMessage {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            content: vec![UserContent::text(output.clone())],
-            details: details.clone(),
-            is_error,
-            timestamp: now_ms(),
-        };
-        let execution = ToolExecutionResult {
-            call: call.clone(),
-            error: is_error.then(|| output.clone()),
-            output,
-            details,
-            started_at,
-            latency_ms: u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX),
-        };
-        ToolOutcome { result, execution }
+        let (end, outcome) = finish_call(call, result, started);
+        self.emitter.emit(end);
+        outcome
     }
 }
 
-/// Runs one tool call to its terminal event, whatever happens to it.
-async fn run_one(
+/// A finished call's `tool_execution_end` event, and its result and trace record.
+pub(crate) fn finish_call(
+    call: &ToolCall,
+    result: Result<ToolOutput, ToolError>,
+    (started_at, clock): (u64, Instant),
+) -> (AgentEvent, ToolOutcome) {
+    let (output, content, details, is_error) = match result {
+        Ok(out) => (out.text_output(), out.result_content(), out.details, false),
+        Err(error) => {
+            let text = error.to_string();
+            (text.clone(), vec![UserContent::text(text)], None, true)
+        }
+    };
+    let end = AgentEvent::ToolExecutionEnd {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        output: output.clone(),
+        details: details.clone(),
+        is_error,
+    };
+    let result = ToolResultMessage {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        content,
+        details: details.clone(),
+        is_error,
+        timestamp: now_ms(),
+    };
+    let execution = ToolExecutionResult {
+        call: call.clone(),
+        error: is_error.then(|| output.clone()),
+        output,
+        details,
+        started_at,
+        latency_ms: u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX),
+    };
+    (end, ToolOutcome { result, execution })
+}
+
+/// Runs one tool call to its terminal event, whatever happens to it; output past the tool's
+/// limit is cut with a note (the deltas once, the final output again).
+pub(crate) async fn run_one(
     i: usize,
     tool: Arc<dyn crate::tool::Tool>,
     args: serde_json::Value,
@@ -552,40 +918,51 @@ async fn run_one(
     tx: mpsc::Sender<(usize, ToolEvent)>,
 ) {
     let cancel = ctx.cancel.clone();
+    let limit = tool.max_output().unwrap_or(DEFAULT_MAX_OUTPUT);
     let forward = {
         let tx = tx.clone();
         async move {
             let mut stream = tool.execute(args, ctx);
+            let (mut streamed, mut cut) = (0usize, false);
             while let Some(event) = stream.next().await {
+                let event = match event {
+                    ToolEvent::Delta(_) if cut => continue,
+                    ToolEvent::Delta(mut delta) if streamed + delta.len() > limit => {
+                        cut = true;
+                        delta.truncate(floor_char_boundary(&delta, limit - streamed));
+                        delta.push_str(&truncation_note(limit));
+                        ToolEvent::Delta(delta)
+                    }
+                    ToolEvent::Delta(delta) => {
+                        streamed += delta.len();
+                        ToolEvent::Delta(delta)
+                    }
+                    ToolEvent::Complete(out) if out.exceeds(limit) => {
+                        ToolEvent::Complete(out.truncated(limit))
+                    }
+                    other => other,
+                };
                 let terminal = matches!(event, ToolEvent::Complete(_) | ToolEvent::Error(_));
                 if tx.send((i, event)).await.is_err() || terminal {
                     return;
                 }
             }
-            let _ = tx.send((i, ToolEvent::Error("The tool ended without a result".into()))).await;
+            let error = ToolError::failed("The tool ended without a result");
+            let _ = tx.send((i, ToolEvent::Error(error))).await;
         }
     };
     let outcome = tokio::time::timeout(timeout, AssertUnwindSafe(forward).catch_unwind()).await;
     let error = match outcome {
         Ok(Ok(())) => return,
-        Ok(Err(panic)) => format!("The tool panicked: {}", panic_message(&*panic)),
+        Ok(Err(panic)) => {
+            ToolError::Failed(format!("The tool panicked: {}", panic_message(&*panic)))
+        }
         Err(_) => {
             cancel.cancel();
-            format!("The tool timed out after {}", human_duration(timeout))
+            ToolError::TimedOut(timeout)
         }
     };
     let _ = tx.send((i, ToolEvent::Error(error))).await;
-}
-
-/// `250ms`, `1.5s`, `300s`.
-fn human_duration(d: std::time::Duration) -> String {
-    if d.as_millis() < 1000 {
-        format!("{}ms", d.as_millis())
-    } else if d.subsec_millis() == 0 {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{:.1}s", d.as_secs_f64())
-    }
 }
 
 pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
@@ -600,7 +977,10 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 
 /// The agent event for a content delta (`None` for signature parts, which are reported whole on
 /// `thinking_end`); `*_end` events carry the block's whole content.
-fn content_event(delta: ContentDelta, content: &[AssistantContent]) -> Option<AgentEvent> {
+pub(crate) fn content_event(
+    delta: ContentDelta,
+    content: &[AssistantContent],
+) -> Option<AgentEvent> {
     Some(match delta {
         ContentDelta::TextStart { index } => AgentEvent::TextStart { index },
         ContentDelta::TextDelta { index, delta } => AgentEvent::TextDelta { index, delta },
@@ -618,7 +998,7 @@ fn content_event(delta: ContentDelta, content: &[AssistantContent]) -> Option<Ag
 }
 
 /// The `*_end` event of block `index`, with its whole content.
-fn end_event(index: u32, content: &[AssistantContent]) -> Option<AgentEvent> {
+pub(crate) fn end_event(index: u32, content: &[AssistantContent]) -> Option<AgentEvent> {
     Some(match content.get(index as usize)? {
         AssistantContent::Text(t) => AgentEvent::TextEnd { index, text: t.text.clone() },
         AssistantContent::Thinking(t) => AgentEvent::ThinkingEnd {

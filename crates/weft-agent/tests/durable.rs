@@ -510,25 +510,26 @@ async fn events_repeating_messages_point_at_the_log_and_are_stored_once() {
         .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
         .await
         .unwrap();
-    let first =
-        agent.execute(&session, Input::text("Find the answer")).await.unwrap().result().await;
+    // The records as the runs publish them (live: the hub keeps only a few once they are
+    // stored, and records read back from the store carry the messages it put back).
+    let mut live: Vec<Arc<EventRecord>> = Vec::new();
+    let mut records =
+        agent.execute(&session, Input::text("Find the answer")).await.unwrap().records();
+    while let Some(record) = records.next().await {
+        live.push(record);
+    }
+    let first = records.result().await;
     assert_eq!(first.status, SessionStatus::AwaitingToolExecution);
     let pending = session.pending_tool_calls();
     let results = vec![ToolResultMessage::ok(&pending[0], "the remarkable page says 42")];
-    let second = agent.execute(&session, Input::ToolResults(results)).await.unwrap().result().await;
+    let mut records = agent.execute(&session, Input::ToolResults(results)).await.unwrap().records();
+    while let Some(record) = records.next().await {
+        live.push(record);
+    }
+    let second = records.result().await;
     assert_eq!(second.status, SessionStatus::Completed);
 
     let log = session.snapshot().messages;
-    // Each subscription follows one run to its end: read them all.
-    let mut live: Vec<Arc<EventRecord>> = Vec::new();
-    loop {
-        let after = live.last().map_or(0, |r| r.seq);
-        let run: Vec<Arc<EventRecord>> = session.subscribe(after).collect().await;
-        if run.is_empty() {
-            break;
-        }
-        live.extend(run);
-    }
     let mut spans = 0;
     for record in &live {
         let Some(span) = record.messages else {

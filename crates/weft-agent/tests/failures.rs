@@ -197,7 +197,7 @@ async fn abort_during_a_tool_cancels_it_and_makes_no_further_model_call() {
             let (d, f) = (d.clone(), f.clone());
             async move {
                 let _guard = DropFlag(d);
-                out.send("page 1\n");
+                out.send("page 1\n").await;
                 tokio::time::sleep(Duration::from_secs(60)).await;
                 f.store(true, Ordering::SeqCst);
                 Ok::<_, String>("crawled")

@@ -13,6 +13,7 @@
 //! Every failure is reported as one line on stderr, `weft: <reason>`. In the terminal view a
 //! summary line (tokens, cost, model, time: see [`summary`]) comes before it on stderr.
 
+mod chat;
 mod remote;
 mod render;
 mod sanitize;
@@ -68,12 +69,18 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of `run`'s flags does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run one prompt to its end, streaming the run to the terminal; the session is kept in
     /// the session store (--session ID continues one).
     #[command(after_help = RUN_AFTER_HELP)]
     Run(RunArgs),
+    /// Chat interactively: each line is a message to the agent, run here (the flags of weft
+    /// run) or on a server (--server URL); approvals are asked at the prompt.
+    #[command(after_help = CHAT_AFTER_HELP)]
+    Chat(chat::ChatArgs),
     /// The sessions kept in the session store: list, show, delete.
     #[command(subcommand, after_help = SESSIONS_AFTER_HELP)]
     Sessions(SessionsCommand),
@@ -82,6 +89,20 @@ enum Command {
     /// Serve the agent API over HTTP (SSE and WebSocket): sessions kept in the session store,
     /// runs owned by the server, remote tools and approvals over HTTP.
     Serve(serve::ServeArgs),
+    /// The tools runs get: MCP servers, built-in tools, policy (from weft.toml).
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum ToolsCommand {
+    /// List every tool with its source (weft, builtin, mcp:NAME), whether it needs approval,
+    /// and its parameters (`name?` is optional). MCP servers are started to list theirs.
+    List {
+        /// The configuration file [default: ./weft.toml, else $WEFT_HOME/weft.toml].
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -114,6 +135,10 @@ const RUN_AFTER_HELP: &str = concat!(
     "Built-in tools (local, available to every run):\n",
     "  echo          {\"text\": string}: streams the text back word by word, then returns it\n",
     "  current_time  no arguments: the current UTC time in RFC 3339 (2025-01-31T12:00:00Z)\n",
+    "More tools come from the configuration file (--config FILE, else ./weft.toml, else \
+     $WEFT_HOME/weft.toml): MCP servers ([[mcp]]), opt-in built-in tools ([builtins]: read_file, \
+     list_dir, write_file, fetch_url, shell, current_time, calculator) and per-tool policy \
+     ([tools.NAME]); weft tools list shows them all.\n",
     "A call to any other tool gets the error result \"Tool NAME not found\"; the run goes on.\n\n",
     "Faux script (--script): {\"turns\":[{\"thinking\":\"…\",\"text\":\"…\",\"toolCalls\":[{\"name\":\
      \"echo\",\"arguments\":{\"text\":\"hi\"}}],\"chunkSize\":4,\"delayMs\":0},{\"error\":\
@@ -136,6 +161,14 @@ const RUN_AFTER_HELP: &str = concat!(
      signals abort the run first, so --json output still ends with its reply frame. A \
      failure's reason is one line on stderr."
 );
+
+const CHAT_AFTER_HELP: &str = "Commands at the prompt: /session (the current session's id), \
+     /session ID (switch to an existing session), /new (a new session), /model [ID] (show or set \
+     the model of the next runs), /help, /quit. Ctrl-C aborts a running run and the chat goes \
+     on; at the prompt Ctrl-C clears the line and Ctrl-D quits. Calls that need approval (--approve \
+     TOOL locally, the server's tools with --server) are asked at the prompt: y runs the call, n \
+     denies it (the model sees the denial). Sessions are kept in the session store as for weft \
+     run (see weft run --help). The prompt's history is kept in $WEFT_HOME/chat_history.";
 
 const SESSIONS_AFTER_HELP: &str = "Every command takes --store URL: memory, sqlite:PATH or \
      postgres://… [default: the SQLite file $WEFT_HOME/weft.db, WEFT_HOME defaulting to \
@@ -181,6 +214,11 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
 
+    /// The configuration file whose tools the run gets (`[[mcp]]`, `[builtins]`,
+    /// `[tools.NAME]`) [default: ./weft.toml, else $WEFT_HOME/weft.toml].
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+
     /// The system prompt of a new session (a continued session keeps its own).
     #[arg(long, value_name = "TEXT")]
     system: Option<String>,
@@ -209,6 +247,9 @@ struct RunArgs {
         value_parser = clap::value_parser!(u32).range(1..)
     )]
     max_turns: u32,
+
+    #[command(flatten)]
+    modes: ModeArgs,
 
     /// A JSON file of models to add or override in the registry costs are computed from (the
     /// format of crates/weft-llm/models.json; entries for known models change only the fields
@@ -336,9 +377,11 @@ fn main() -> ExitCode {
     term::init_logging(cli.verbose);
     let outcome = match cli.command {
         Command::Run(args) => run_command(args),
+        Command::Chat(args) => chat::command(args),
         Command::Sessions(command) => sessions::command(command, use_color()),
         Command::Models(args) => models_command(&args).map_err(|e| Failure::usage(&e)),
         Command::Serve(args) => serve::command(args),
+        Command::Tools(ToolsCommand::List { config }) => tools::list_command(config.as_deref()),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -446,19 +489,19 @@ struct Setup {
 /// The agent `weft run` is about to build: everything but its store.
 struct Planned {
     builder: AgentBuilder,
+    /// The configured tools, started when the agent is built.
+    tools: weft_tools::ToolsConfig,
     provider: String,
     model: String,
     registry: Arc<ModelRegistry>,
 }
 
 impl Planned {
-    /// Builds the agent on `store`.
-    fn build(self, store: Arc<dyn SessionStore>) -> anyhow::Result<Setup> {
-        let agent = self
-            .builder
-            .store(store)
-            .build()
-            .map_err(|e| anyhow!("cannot set up the agent: {e}"))?;
+    /// Builds the agent on `store`, with its tools (MCP servers started).
+    async fn build(self, store: Arc<dyn SessionStore>) -> anyhow::Result<Setup> {
+        let builder = tools::with_tools(self.builder, &self.tools).await?;
+        let agent =
+            builder.store(store).build().map_err(|e| anyhow!("cannot set up the agent: {e}"))?;
         Ok(Setup { agent, provider: self.provider, model: self.model, registry: self.registry })
     }
 }
@@ -477,6 +520,76 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::run(format!("cannot start the async runtime: {e}")))
+}
+
+/// The reasoning mode of a new session and its parameters (`weft run`, `weft chat`).
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ModeArgs {
+    /// The reasoning mode of a new session: react (think, act, observe), tot (tree of
+    /// thoughts) or got (graph of thoughts).
+    #[arg(long, value_name = "MODE", value_parser = ["react", "tot", "got"])]
+    pub(crate) mode: Option<String>,
+
+    /// tot: candidate thoughts asked for at each expansion [default: 3].
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    breadth: Option<u32>,
+
+    /// tot: the deepest a path may go [default: 3].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    depth: Option<u32>,
+
+    /// tot: how the tree is searched on backtracking: dfs or bfs [default: dfs].
+    #[arg(long, value_name = "ORDER", value_parser = ["dfs", "bfs"])]
+    search: Option<String>,
+
+    /// tot, got: model calls the run may make in all [default: 30 for tot, 40 for got].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_model_calls: Option<u32>,
+
+    /// got: graph nodes that run at once [default: 4].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    concurrency: Option<u32>,
+
+    /// got: completed nodes may be expanded into sub-graphs (adaptive graph of thoughts).
+    #[arg(long)]
+    adaptive: bool,
+
+    /// got: the most graph nodes the plan and its expansions may have [default: 12].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    node_budget: Option<u32>,
+}
+
+impl ModeArgs {
+    /// The mode's parameters given on the command line (camelCase, as the server reads them).
+    pub(crate) fn mode_parameters(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut map = serde_json::Map::new();
+        let mut put = |key: &str, value: Option<serde_json::Value>| {
+            if let Some(value) = value {
+                map.insert(key.to_string(), value);
+            }
+        };
+        put("breadth", self.breadth.map(Into::into));
+        put("depth", self.depth.map(Into::into));
+        put("search", self.search.clone().map(Into::into));
+        put("maxModelCalls", self.max_model_calls.map(Into::into));
+        put("concurrency", self.concurrency.map(Into::into));
+        put("adaptive", self.adaptive.then_some(true.into()));
+        put("nodeBudget", self.node_budget.map(Into::into));
+        map
+    }
+
+    /// The mode of a new session, when flags ask for one.
+    pub(crate) fn mode(&self) -> anyhow::Result<Option<weft_agent::Mode>> {
+        let parameters = self.mode_parameters();
+        if self.mode.is_none() && parameters.is_empty() {
+            return Ok(None);
+        }
+        let mut object = parameters;
+        object.insert("type".into(), self.mode.as_deref().unwrap_or("react").into());
+        serde_json::from_value(serde_json::Value::Object(object))
+            .map(Some)
+            .map_err(|e| anyhow!("invalid mode flags: {e}"))
+    }
 }
 
 /// `weft run`.
@@ -504,10 +617,11 @@ fn run_command(args: RunArgs) -> Result<(), Failure> {
         let store = args.store.open().await.map_err(|e| Failure::usage(&e))?;
         let (setup, session) = match plan {
             Plan::New(planned) => {
-                let setup = planned.build(store).map_err(|e| Failure::usage(&e))?;
+                let setup = planned.build(store).await.map_err(|e| Failure::usage(&e))?;
+                let mode = args.modes.mode().map_err(|e| Failure::usage(&e))?;
                 let session = setup
                     .agent
-                    .create_session(SessionOptions::default())
+                    .create_session(SessionOptions { mode, ..SessionOptions::default() })
                     .await
                     .map_err(|e| Failure::run(format!("cannot create the session: {e}")))?;
                 (setup, session)
@@ -565,6 +679,7 @@ fn remote_run_command(args: &RunArgs, client: weft_client::Client) -> Result<(),
         ("--store", args.store.store.is_some()),
         ("--script", args.script.is_some()),
         ("--models", args.models.is_some()),
+        ("--config", args.config.is_some()),
     ];
     let http = args.http_flags().into_iter().map(|(flag, _, set)| (flag, set));
     if let Some((flag, _)) = local_only.into_iter().chain(http).find(|(_, set)| *set) {
@@ -588,6 +703,13 @@ fn remote_run_command(args: &RunArgs, client: weft_client::Client) -> Result<(),
     }
     if args.max_turns != DEFAULT_MAX_TURNS {
         options = options.max_turns(args.max_turns);
+    }
+    if let Some(mode) = &args.modes.mode {
+        options = options.mode(mode.clone());
+    }
+    let parameters = args.modes.mode_parameters();
+    if !parameters.is_empty() {
+        options = options.mode_options(serde_json::Value::Object(parameters));
     }
     let protocol = args.protocol.or(args.json.then_some(Protocol::Loom));
     let run =
@@ -642,7 +764,7 @@ async fn continued(
         Err(e) => return Err(Failure::run(e.to_string())),
     };
     let planned = build_agent(args, Some(&head)).map_err(|e| Failure::usage(&e))?;
-    let setup = planned.build(store).map_err(|e| Failure::usage(&e))?;
+    let setup = planned.build(store).await.map_err(|e| Failure::usage(&e))?;
     let session = match setup.agent.session(id).await {
         Ok(Some(session)) => session,
         // Deleted in between.
@@ -719,11 +841,12 @@ fn build_agent(args: &RunArgs, head: Option<&SessionHead>) -> anyhow::Result<Pla
             (Agent::builder_shared(provider), model)
         }
     };
-    let mut builder = tools::register(builder.model(model.clone()).max_turns(args.max_turns));
+    let tools = tools::load_config(args.config.as_deref())?;
+    let mut builder = builder.model(model.clone()).max_turns(args.max_turns);
     if let Some(system) = &args.system {
         builder = builder.system_prompt(system.clone());
     }
-    Ok(Planned { builder, provider: provider.to_string(), model, registry })
+    Ok(Planned { builder, tools, provider: provider.to_string(), model, registry })
 }
 
 /// Refuses flags that contradict the session `--session` continues: a stored session keeps the
@@ -849,6 +972,7 @@ where
         };
         let Some(record) = event else { break Driven::Ended(signalled) };
         spinner.observe(&record.event);
+        sink.node(record.node_id.as_ref());
         sink.event(record.seq, &record.event)?;
     };
     spinner.erase();
@@ -872,10 +996,20 @@ fn outcome(result: &ExecuteResult, signal: Option<Signal>, max_turns: u32) -> Re
                 None => "the run was aborted".to_string(),
             }),
         }),
+        // A reasoning mode's own failure (every path failed, a refused plan) says so itself.
+        SessionStatus::Error
+            if result.steps.iter().any(|s| s.annotations.extra.contains_key("mode")) =>
+        {
+            Err(Failure::run(format!("the run failed: {}", error.unwrap_or("unknown error"))))
+        }
         SessionStatus::Error => Err(Failure::run(format!(
             "the model call failed: {}",
             error.unwrap_or("unknown error")
         ))),
+        // A mode's bound of model calls names itself.
+        SessionStatus::MaxTurns if error.is_some_and(|e| e.contains("maxModelCalls")) => {
+            Err(Failure::run(format!("run stopped: {}", error.unwrap_or_default())))
+        }
         SessionStatus::MaxTurns => {
             Err(Failure::run(format!("run stopped: max_turns ({max_turns}) reached")))
         }

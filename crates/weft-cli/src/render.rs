@@ -44,6 +44,11 @@ pub(crate) trait Sink {
     /// Shows one event, the session's event `seq`.
     fn event(&mut self, seq: u64, event: &AgentEvent) -> io::Result<()>;
 
+    /// The node run the next event belongs to, as the session's log records it.
+    fn node(&mut self, node: Option<&std::sync::Arc<str>>) {
+        let _ = node;
+    }
+
     /// Ends an unfinished line, so what follows (a shell prompt, an error) starts on its own.
     fn finish(&mut self) -> io::Result<()> {
         Ok(())
@@ -81,6 +86,10 @@ impl<W: Write> JsonLines<W> {
 }
 
 impl<W: Write> Sink for JsonLines<W> {
+    fn node(&mut self, node: Option<&std::sync::Arc<str>>) {
+        self.encoder.set_node(node);
+    }
+
     fn event(&mut self, seq: u64, event: &AgentEvent) -> io::Result<()> {
         // NDJSON framing: terminal markers that are not JSON objects (the Vercel stream's
         // `[DONE]`) belong to SSE and are left out.
@@ -109,6 +118,16 @@ enum Section {
     Thinking,
     /// A tool call's line or output (by call id).
     Tool(String),
+    /// A tool call's arguments, streaming onto its line (by block index).
+    Args(u32),
+}
+
+/// The tool call whose arguments are streaming onto the current line.
+struct StreamingArgs {
+    /// Its block index in the assistant message.
+    index: u32,
+    /// The arguments' text so far, as the model sends it.
+    text: String,
 }
 
 /// The terminal renderer: fed one event at a time.
@@ -124,6 +143,9 @@ pub(crate) struct Renderer<W: Write> {
     streamed: HashMap<String, String>,
     /// Calls whose result has been shown.
     shown: HashSet<String>,
+    /// The call whose arguments are being shown as they stream (one at a time: the arguments
+    /// of calls streamed in parallel appear whole at their end).
+    args: Option<StreamingArgs>,
 }
 
 impl<W: Write> Renderer<W> {
@@ -137,6 +159,7 @@ impl<W: Write> Renderer<W> {
             names: HashMap::new(),
             streamed: HashMap::new(),
             shown: HashSet::new(),
+            args: None,
         }
     }
 
@@ -217,6 +240,64 @@ impl<W: Write> Renderer<W> {
         } else {
             write!(self.out, "[tool]")
         }
+    }
+
+    /// A tool call starts: its line opens, and its arguments stream onto it.
+    fn tool_call_start(&mut self, index: u32, id: &str, name: &str) -> io::Result<()> {
+        self.names.insert(id.to_string(), name.to_string());
+        if self.args.is_some() && matches!(self.section, Section::Args(_)) {
+            // Another call's arguments are on the line: this one's appear whole at its end.
+            return Ok(());
+        }
+        self.end_line()?;
+        self.tool_marker()?;
+        self.raw(" ")?;
+        self.foreign(name)?;
+        self.raw(" ")?;
+        self.section = Section::Args(index);
+        self.args = Some(StreamingArgs { index, text: String::new() });
+        Ok(())
+    }
+
+    fn tool_call_delta(&mut self, index: u32, delta: &str) -> io::Result<()> {
+        if self.section != Section::Args(index) {
+            return Ok(());
+        }
+        match &mut self.args {
+            Some(args) if args.index == index => args.text.push_str(delta),
+            _ => return Ok(()),
+        }
+        self.foreign(delta)
+    }
+
+    /// A tool call is complete: its line ends when its streamed arguments were shown
+    /// uninterrupted and are what the call holds; otherwise it is written whole.
+    fn tool_call_end(&mut self, index: u32, call: &ToolCall) -> io::Result<()> {
+        let streamed = match self.args.take() {
+            Some(args) if args.index == index => Some(args),
+            other => {
+                self.args = other;
+                None
+            }
+        };
+        if self.section == Section::Args(index) {
+            let shown = streamed.is_some_and(|args| {
+                !args.text.is_empty()
+                    && serde_json::from_str::<serde_json::Value>(&args.text)
+                        .is_ok_and(|value| value == call.arguments)
+            });
+            if shown {
+                self.names.insert(call.id.clone(), call.name.clone());
+                self.raw("\n")?;
+                self.section = Section::Tool(call.id.clone());
+                return Ok(());
+            }
+            // What streamed is not the call's arguments (cut, or repaired): the line is
+            // ended and the call written whole below it.
+            self.end_line()?;
+            self.section = Section::None;
+        }
+        self.tool_call(call)
     }
 
     fn tool_call(&mut self, call: &ToolCall) -> io::Result<()> {
@@ -337,7 +418,9 @@ impl<W: Write> Sink for Renderer<W> {
                 self.enter(Section::Text)?;
                 self.foreign(delta)
             }
-            AgentEvent::ToolcallEnd { tool_call, .. } => self.tool_call(tool_call),
+            AgentEvent::ToolcallStart { index, id, name } => self.tool_call_start(*index, id, name),
+            AgentEvent::ToolcallDelta { index, delta } => self.tool_call_delta(*index, delta),
+            AgentEvent::ToolcallEnd { index, tool_call } => self.tool_call_end(*index, tool_call),
             AgentEvent::ToolExecutionStart { tool_call_id, tool_name, .. } => {
                 self.names.entry(tool_call_id.clone()).or_insert_with(|| tool_name.clone());
                 Ok(())
@@ -370,6 +453,7 @@ impl<W: Write> Sink for Renderer<W> {
     fn finish(&mut self) -> io::Result<()> {
         self.end_line()?;
         self.section = Section::None;
+        self.args = None;
         Ok(())
     }
 
@@ -464,6 +548,7 @@ mod tests {
             AgentEvent::TextEnd { index: 0, text: "Let me echo.".into() },
             AgentEvent::ToolcallStart { index: 1, id: "c1".into(), name: "echo".into() },
             AgentEvent::ToolcallDelta { index: 1, delta: "{\"text\"".into() },
+            AgentEvent::ToolcallDelta { index: 1, delta: ": \"hello big world\"}".into() },
             AgentEvent::ToolcallEnd { index: 1, tool_call: c.clone() },
             AgentEvent::ToolExecutionStart {
                 tool_call_id: "c1".into(),
@@ -493,10 +578,60 @@ mod tests {
         assert_eq!(
             render(false, &events),
             "Let me echo.\n\
-             [tool] echo {\"text\":\"hello big world\"}\n  \
+             [tool] echo {\"text\": \"hello big world\"}\n  \
              hello big world\n\
              [tool] echo: ok\n\
              Done."
+        );
+    }
+
+    #[test]
+    fn arguments_appear_on_the_tool_line_as_they_stream() {
+        let mut r = Renderer::new(Vec::new(), false);
+        let c = call("c1", "search", json!({"q": "rust"}));
+        r.event(0, &AgentEvent::ToolcallStart { index: 0, id: "c1".into(), name: "search".into() })
+            .unwrap();
+        r.event(0, &AgentEvent::ToolcallDelta { index: 0, delta: "{\"q\":".into() }).unwrap();
+        assert_eq!(String::from_utf8_lossy(&r.out), "[tool] search {\"q\":");
+        assert!(r.mid_line());
+        r.event(0, &AgentEvent::ToolcallDelta { index: 0, delta: "\"rust\"}".into() }).unwrap();
+        r.event(0, &AgentEvent::ToolcallEnd { index: 0, tool_call: c }).unwrap();
+        assert_eq!(String::from_utf8_lossy(&r.into_inner()), "[tool] search {\"q\":\"rust\"}\n");
+    }
+
+    #[test]
+    fn arguments_that_were_cut_or_interleaved_are_written_whole_at_the_end() {
+        let a = call("a", "search", json!({"q": "rust"}));
+        let b = call("b", "fetch", json!({"url": "u"}));
+        let events = [
+            // a's stream is not its arguments (a repaired cut): its line is ended, then written
+            // whole.
+            AgentEvent::ToolcallStart { index: 0, id: "a".into(), name: "search".into() },
+            AgentEvent::ToolcallDelta { index: 0, delta: "{\"q\": \"ru".into() },
+            AgentEvent::ToolcallEnd { index: 0, tool_call: a },
+            // b streams while c's start interleaves: c's arguments never stream live.
+            AgentEvent::ToolcallStart { index: 1, id: "b".into(), name: "fetch".into() },
+            AgentEvent::ToolcallStart { index: 2, id: "c".into(), name: "echo".into() },
+            AgentEvent::ToolcallDelta { index: 2, delta: "{}".into() },
+            AgentEvent::ToolcallDelta { index: 1, delta: "{\"url\":\"u\"}".into() },
+            AgentEvent::ToolcallEnd { index: 1, tool_call: b },
+            AgentEvent::ToolcallEnd { index: 2, tool_call: call("c", "echo", json!({})) },
+            // Text interrupting a streaming call ends its line; the call is written whole.
+            AgentEvent::ToolcallStart { index: 3, id: "d".into(), name: "echo".into() },
+            AgentEvent::ToolcallDelta { index: 3, delta: "{\"te".into() },
+            AgentEvent::TextDelta { index: 4, delta: "hm".into() },
+            AgentEvent::ToolcallDelta { index: 3, delta: "xt\":1}".into() },
+            AgentEvent::ToolcallEnd { index: 3, tool_call: call("d", "echo", json!({"text": 1})) },
+        ];
+        assert_eq!(
+            render(false, &events),
+            "[tool] search {\"q\": \"ru\n\
+             [tool] search {\"q\":\"rust\"}\n\
+             [tool] fetch {\"url\":\"u\"}\n\
+             [tool] echo {}\n\
+             [tool] echo {\"te\n\
+             hm\n\
+             [tool] echo {\"text\":1}\n"
         );
     }
 

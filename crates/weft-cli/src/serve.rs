@@ -71,8 +71,10 @@ pub(crate) fn command(args: ServeArgs) -> Result<(), Failure> {
     runtime.block_on(async move {
         let store = StoreArgs { store: args.store.store.clone().or(config.store.clone()) };
         let store = store.open().await.map_err(|e| Failure::usage(&e))?;
-        let agent = plan
-            .builder
+        let builder = crate::tools::with_tools(plan.builder, &config.tools)
+            .await
+            .map_err(|e| Failure::usage(&e))?;
+        let agent = builder
             .store(store)
             .build()
             .map_err(|e| Failure::usage(&anyhow!("cannot set up the agent: {e}")))?;
@@ -139,7 +141,7 @@ fn plan(args: &ServeArgs, config: &ServeConfig) -> anyhow::Result<Plan> {
         builder = builder.with_provider(name.clone(), extra, model);
     }
     let max_turns = args.max_turns.or(config.max_turns).unwrap_or(weft_agent::DEFAULT_MAX_TURNS);
-    let mut builder = crate::tools::register(builder.model(model).max_turns(max_turns));
+    let mut builder = builder.model(model).max_turns(max_turns);
     if let Some(timeout) = config.remote_tool_timeout {
         builder = builder.remote_tool_timeout(timeout);
     }

@@ -1,11 +1,20 @@
-//! The built-in local tools `weft run` gives every agent, so that scripted (faux) runs can
-//! exercise tool calls end to end:
+//! The tools of `weft run`, `weft serve` and `weft chat`: [`with_tools`] gives an agent the
+//! tools `weft.toml` configures (MCP servers, built-in tools, per-tool policy; see
+//! `weft_tools::config`) and the two local tools every agent has, so that scripted (faux) runs
+//! can exercise tool calls end to end:
 //!
 //! - `echo` (`{"text": string}`): streams the text back word by word as output deltas, then
 //!   completes with the whole text;
-//! - `current_time` (no arguments): the current UTC time in RFC 3339 (`2025-01-31T12:00:00Z`).
+//! - `current_time` (no arguments): the current UTC time in RFC 3339 (`2025-01-31T12:00:00Z`)
+//!   (the configured built-in of that name replaces it when `[builtins]` enables it).
+//!
+//! `weft tools list` shows them all ([`list_command`]).
 
+use std::path::Path;
 use std::time::SystemTime;
+
+use anyhow::anyhow;
+use weft_tools::ToolsConfig;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -22,30 +31,105 @@ struct EchoArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 struct NoArgs {}
 
-/// Adds the built-in tools to an agent being built.
-pub(crate) fn register(builder: AgentBuilder) -> AgentBuilder {
-    builder
-        .tool(streaming_tool_fn(
-            "echo",
-            "Echoes the given text back, streaming it word by word.",
-            |args: EchoArgs, sink: ToolOutputSink| async move {
-                for word in words(&args.text) {
-                    if !sink.send(word) {
-                        // The run was aborted; nobody reads the output any more.
-                        break;
-                    }
-                    tokio::task::yield_now().await;
+/// Gives `builder` the tools `config` describes (MCP servers started and listed, built-in tools,
+/// `[tools.NAME]` policy) and the local tools every agent has. Must run within a tokio
+/// runtime; `Err` is a configuration mistake (a root that does not exist). `weft run`,
+/// `weft serve` and `weft chat` all build their tool set here.
+pub(crate) async fn with_tools(
+    builder: AgentBuilder,
+    config: &ToolsConfig,
+) -> anyhow::Result<AgentBuilder> {
+    let configured = weft_tools::configured(config).await.map_err(|e| anyhow!("{e}"))?;
+    let builder = configured.apply(builder);
+    Ok(register(builder, !configured.provides("current_time"), config))
+}
+
+/// The tools part of the configuration file `--config` names (else `./weft.toml`, else
+/// `$WEFT_HOME/weft.toml`; none is an empty configuration).
+pub(crate) fn load_config(explicit: Option<&Path>) -> anyhow::Result<ToolsConfig> {
+    let env = |name: &str| std::env::var(name).ok();
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let file = weft_server::find_file(explicit, &cwd, &env).map_err(|e| anyhow!("{e}"))?;
+    let config =
+        weft_server::ServeConfig::load(file.as_deref(), &env).map_err(|e| anyhow!("{e}"))?;
+    Ok(config.tools)
+}
+
+/// `weft tools list`: every tool with its source, whether it needs approval, and a summary of
+/// its parameters.
+pub(crate) fn list_command(config: Option<&Path>) -> Result<(), crate::Failure> {
+    let tools = load_config(config).map_err(|e| crate::Failure::usage(&e))?;
+    let runtime = crate::runtime()?;
+    runtime.block_on(async move {
+        let provider = weft_llm::faux::FauxProvider::new(weft_llm::faux::FauxScript::new([]));
+        let builder = weft_agent::Agent::builder(provider);
+        let builder = with_tools(builder, &tools).await.map_err(|e| crate::Failure::usage(&e))?;
+        let agent = builder
+            .build()
+            .map_err(|e| crate::Failure::usage(&anyhow!("cannot set up the tools: {e}")))?;
+        let rows: Vec<[String; 4]> = agent
+            .tool_sources()
+            .into_iter()
+            .map(|(spec, source)| {
+                let approval = if spec.requires_approval { "approval" } else { "-" };
+                let source = if source == "agent" { "weft".to_string() } else { source };
+                [
+                    spec.name.clone(),
+                    source,
+                    approval.to_string(),
+                    weft_tools::schema_summary(&spec.parameters),
+                ]
+            })
+            .collect();
+        let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0).max(6);
+        let (w0, w1, w2) = (width(0), width(1), width(2));
+        let mut out = format!("{:w0$}  {:w1$}  {:w2$}  PARAMETERS\n", "NAME", "SOURCE", "APPROVAL");
+        for [name, source, approval, params] in &rows {
+            out.push_str(&format!("{name:w0$}  {source:w1$}  {approval:w2$}  {params}\n"));
+        }
+        print!("{}", crate::sanitize::visible(&out));
+        Ok(())
+    })
+}
+
+/// Adds the local tools every agent has (`current_time` only when `with_time`).
+fn register(builder: AgentBuilder, with_time: bool, config: &ToolsConfig) -> AgentBuilder {
+    let policy = |name: &str| config.tools.get(name).cloned();
+    let echo = streaming_tool_fn(
+        "echo",
+        "Echoes the given text back, streaming it word by word.",
+        |args: EchoArgs, sink: ToolOutputSink| async move {
+            for word in words(&args.text) {
+                if !sink.send(word).await {
+                    // The run was aborted; nobody reads the output any more.
+                    break;
                 }
-                Ok::<_, String>(args.text)
-            },
-        ))
-        .tool(tool_fn(
-            "current_time",
-            "Returns the current UTC date and time in RFC 3339 format.",
-            |_: NoArgs| async move {
-                Ok::<_, String>(humantime::format_rfc3339_seconds(SystemTime::now()).to_string())
-            },
-        ))
+                tokio::task::yield_now().await;
+            }
+            Ok::<_, String>(args.text)
+        },
+    );
+    let time = tool_fn(
+        "current_time",
+        "Returns the current UTC date and time in RFC 3339 format.",
+        |_: NoArgs| async move {
+            Ok::<_, String>(humantime::format_rfc3339_seconds(SystemTime::now()).to_string())
+        },
+    );
+    let mut tools: Vec<std::sync::Arc<dyn weft_agent::Tool>> = vec![std::sync::Arc::new(echo)];
+    if with_time {
+        tools.push(std::sync::Arc::new(time));
+    }
+    let mut builder = builder;
+    for tool in tools {
+        let name = tool.spec().name.clone();
+        builder = match policy(&name) {
+            Some(p) if p.enabled == Some(false) => builder,
+            Some(p) => builder.tool(weft_tools::policy::Policied::new(tool, p)),
+            None => builder.shared_tool(tool),
+        };
+    }
+    builder
 }
 
 /// `text` cut after each run of whitespace, so the pieces concatenate back to `text`.

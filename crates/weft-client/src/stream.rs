@@ -329,7 +329,7 @@ async fn next_input(
 async fn run_tool(tool: Arc<dyn Tool>, call: ToolCall) -> ToolResultMessage {
     let cancel = CancellationToken::new();
     let timeout = tool.timeout().unwrap_or(DEFAULT_TOOL_TIMEOUT);
-    let ctx = ToolContext { call_id: call.id.clone(), cancel: cancel.clone() };
+    let ctx = ToolContext::new(call.id.clone(), cancel.clone());
     let mut events = tool.execute(call.arguments.clone(), ctx);
     let task = tokio::spawn(async move {
         let mut streamed = String::new();
@@ -337,7 +337,7 @@ async fn run_tool(tool: Arc<dyn Tool>, call: ToolCall) -> ToolResultMessage {
             match event {
                 ToolEvent::Delta(delta) => streamed.push_str(&delta),
                 ToolEvent::Complete(output) => return Ok(output),
-                ToolEvent::Error(message) => return Err(message),
+                ToolEvent::Error(error) => return Err(error.to_string()),
             }
         }
         Err(format!("the tool ended without a result (output so far: {streamed:?})"))
@@ -352,7 +352,8 @@ async fn run_tool(tool: Arc<dyn Tool>, call: ToolCall) -> ToolResultMessage {
     };
     match outcome {
         Ok(output) => {
-            let mut result = ToolResultMessage::ok(&call, output.output);
+            let mut result = ToolResultMessage::ok(&call, output.text_output());
+            result.content = output.result_content();
             result.details = output.details;
             result
         }

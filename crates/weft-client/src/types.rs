@@ -101,6 +101,8 @@ pub(crate) struct RequestOptions {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) mode: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) mode_options: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) multitask: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) on_disconnect: Option<&'static str>,
@@ -168,9 +170,18 @@ impl ExecuteOptions {
         self
     }
 
-    /// The agent mode of a new session (`react`).
+    /// The agent mode of a new session: `react` (the server's default), `tot` or `got`.
     pub fn mode(mut self, mode: impl Into<String>) -> Self {
         self.request.mode = Some(mode.into());
+        self
+    }
+
+    /// The mode's parameters for a new session (the server's `options.modeOptions`):
+    /// `{"breadth":3,"depth":3,"search":"dfs","maxModelCalls":30}` for `tot`,
+    /// `{"concurrency":4,"adaptive":true,"nodeBudget":12,"maxModelCalls":40,"nodeTurns":4}` for
+    /// `got`.
+    pub fn mode_options(mut self, options: serde_json::Value) -> Self {
+        self.request.mode_options = Some(options);
         self
     }
 

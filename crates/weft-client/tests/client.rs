@@ -334,3 +334,18 @@ async fn errors_carry_the_status_and_the_servers_code() {
     assert_eq!((error.status(), error.code()), (Some(400), Some("unknown_provider")));
     assert!(stream.next().await.is_none());
 }
+
+/// `mode` and `mode_options` reach the server: the tree-of-thoughts example script stops at the
+/// model-call bound it was given (as react it would have completed after its first turn).
+#[tokio::test]
+async fn mode_and_its_options_reach_the_server() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scripts/tot.json");
+    let server = start(FauxScript::from_file(path).unwrap(), |b| b).await;
+    let c = client(&server.base);
+    let options = ExecuteOptions::new().mode("tot").mode_options(json!({"maxModelCalls": 2}));
+    let result = c.execute(Input::text("Make 24 from 4 6 1 1"), options).finish().await.unwrap();
+    assert_eq!(result.status, SessionStatus::MaxTurns);
+    let react = c.execute(Input::text("Make 24"), ExecuteOptions::new()).finish().await.unwrap();
+    assert_eq!(react.status, SessionStatus::Completed);
+}

@@ -62,7 +62,7 @@ struct Text {
 pub async fn play(script: FauxScript) -> Vec<AgentEvent> {
     let echo = streaming_tool_fn("echo", "Echoes text", |t: Text, out| async move {
         for word in t.text.split_inclusive(' ') {
-            out.send(word);
+            out.send(word).await;
         }
         Ok::<_, String>(t.text)
     });

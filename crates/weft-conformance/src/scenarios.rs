@@ -34,9 +34,9 @@ struct Path {
 
 fn agent(turns: Vec<FauxTurn>) -> Agent {
     let search = streaming_tool_fn("search", "Searches the docs", |q: Query, out| async move {
-        out.send(format!("Searching for {:?}\n", q.query));
-        out.send("- DESIGN.md\n");
-        out.send("- ARCHITECTURE.md\n");
+        out.send(format!("Searching for {:?}\n", q.query)).await;
+        out.send("- DESIGN.md\n").await;
+        out.send("- ARCHITECTURE.md\n").await;
         Ok::<_, String>("2 results: DESIGN.md, ARCHITECTURE.md")
     });
     let delete = tool_fn("delete_file", "Deletes a file", |p: Path| async move {

@@ -249,7 +249,31 @@ pub enum AgentEvent {
         /// The state.
         state: Value,
     },
-    /// Tree of thoughts: candidates proposed.
+    /// Progress of a reasoning mode (tree or graph of thoughts): one variant for all of them,
+    /// so each wire format handles them once.
+    Progress(ModeProgress),
+    /// Anything else.
+    Custom {
+        /// The value.
+        value: Value,
+    },
+
+    /// Something failed; for a model failure, `message` is the partial assistant message.
+    Error {
+        /// What went wrong.
+        error: String,
+        /// The message it happened in, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<Arc<Message>>,
+    },
+}
+
+/// Progress of a reasoning mode, with the stream protocol's names (`kind`) and fields
+/// (snake_case, as §4.2 lists them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ModeProgress {
+    /// Tree of thoughts: candidate next thoughts proposed.
     TotExpand {
         /// The candidates.
         candidates: Vec<String>,
@@ -260,6 +284,9 @@ pub enum AgentEvent {
         chosen: u32,
         /// One score per candidate.
         scores: Vec<f64>,
+        /// The model's scores could not be parsed: these are the rule-based fallback's.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        rule_based: bool,
     },
     /// Tree of thoughts: backtracking.
     TotBacktrack {
@@ -289,14 +316,14 @@ pub enum AgentEvent {
         /// A summary of its result.
         result_summary: String,
     },
-    /// Graph of thoughts: a node failed.
+    /// Graph of thoughts: a node failed, or was skipped because a dependency failed.
     GotNodeFailed {
         /// The node.
         id: String,
         /// Why.
         error: String,
     },
-    /// Graph of thoughts: a node was expanded into a sub-graph.
+    /// Graph of thoughts (adaptive): a node was expanded into a sub-graph.
     GotExpand {
         /// The expanded node.
         node_id: String,
@@ -305,20 +332,33 @@ pub enum AgentEvent {
         /// Edges added.
         edges_added: u32,
     },
-    /// Anything else.
-    Custom {
-        /// The value.
-        value: Value,
-    },
+}
 
-    /// Something failed; for a model failure, `message` is the partial assistant message.
-    Error {
-        /// What went wrong.
-        error: String,
-        /// The message it happened in, if any.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        message: Option<Arc<Message>>,
-    },
+impl ModeProgress {
+    /// The protocol's event type (`tot_expand`, `got_node_start` …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::TotExpand { .. } => "tot_expand",
+            Self::TotEvaluate { .. } => "tot_evaluate",
+            Self::TotBacktrack { .. } => "tot_backtrack",
+            Self::GotPlan { .. } => "got_plan",
+            Self::GotNodeStart { .. } => "got_node_start",
+            Self::GotNodeComplete { .. } => "got_node_complete",
+            Self::GotNodeFailed { .. } => "got_node_failed",
+            Self::GotExpand { .. } => "got_expand",
+        }
+    }
+
+    /// The payload's members as compact JSON text, in the protocol's order and without the
+    /// `kind` tag: `"candidates":["a","b"]`.
+    pub fn fields(&self) -> String {
+        let json = serde_json::to_string(self).unwrap_or_default();
+        let tag = format!("{{\"kind\":\"{}\"", self.kind());
+        match json.strip_prefix(&tag).and_then(|rest| rest.strip_suffix('}')) {
+            Some(rest) => rest.strip_prefix(',').unwrap_or(rest).to_string(),
+            None => String::new(),
+        }
+    }
 }
 
 impl AgentEvent {
@@ -350,14 +390,7 @@ impl AgentEvent {
             Self::StateSnapshot { .. } => "state_snapshot",
             Self::StateUpdate { .. } => "state_update",
             Self::Checkpoint { .. } => "checkpoint",
-            Self::TotExpand { .. } => "tot_expand",
-            Self::TotEvaluate { .. } => "tot_evaluate",
-            Self::TotBacktrack { .. } => "tot_backtrack",
-            Self::GotPlan { .. } => "got_plan",
-            Self::GotNodeStart { .. } => "got_node_start",
-            Self::GotNodeComplete { .. } => "got_node_complete",
-            Self::GotNodeFailed { .. } => "got_node_failed",
-            Self::GotExpand { .. } => "got_expand",
+            Self::Progress(progress) => progress.kind(),
             Self::Custom { .. } => "custom",
             Self::Error { .. } => "error",
         }
@@ -375,14 +408,7 @@ impl AgentEvent {
                 | Self::StateSnapshot { .. }
                 | Self::StateUpdate { .. }
                 | Self::Checkpoint { .. }
-                | Self::TotExpand { .. }
-                | Self::TotEvaluate { .. }
-                | Self::TotBacktrack { .. }
-                | Self::GotPlan { .. }
-                | Self::GotNodeStart { .. }
-                | Self::GotNodeComplete { .. }
-                | Self::GotNodeFailed { .. }
-                | Self::GotExpand { .. }
+                | Self::Progress(_)
                 | Self::Custom { .. }
         )
     }
@@ -419,12 +445,40 @@ mod tests {
         let events = [
             AgentEvent::NodeEnter { name: "think".into(), node_id: "n".into() },
             AgentEvent::ToolcallDelta { index: 1, delta: "{".into() },
-            AgentEvent::GotExpand { node_id: "a".into(), nodes_added: 1, edges_added: 2 },
+            AgentEvent::Progress(ModeProgress::GotExpand {
+                node_id: "a".into(),
+                nodes_added: 1,
+                edges_added: 2,
+            }),
             AgentEvent::Error { error: "x".into(), message: None },
         ];
         for e in events {
             let json = serde_json::to_value(&e).unwrap();
-            assert_eq!(json["type"], e.kind());
+            let kind = json.get("kind").unwrap_or(&json["type"]);
+            assert_eq!(kind, e.kind());
         }
+    }
+
+    #[test]
+    fn progress_keeps_the_protocols_names_and_fields() {
+        let e = AgentEvent::Progress(ModeProgress::GotNodeComplete {
+            id: "g1".into(),
+            result_summary: "done".into(),
+        });
+        let json = serde_json::to_string(&e).unwrap();
+        assert_eq!(
+            json,
+            r#"{"type":"progress","kind":"got_node_complete","id":"g1","result_summary":"done"}"#
+        );
+        assert_eq!(serde_json::from_str::<AgentEvent>(&json).unwrap(), e);
+        if let AgentEvent::Progress(p) = &e {
+            assert_eq!(p.fields(), r#""id":"g1","result_summary":"done""#);
+        }
+        let evaluate =
+            ModeProgress::TotEvaluate { chosen: 1, scores: vec![0.5, 0.25], rule_based: false };
+        assert_eq!(
+            serde_json::to_value(&evaluate).unwrap(),
+            serde_json::json!({"kind": "tot_evaluate", "chosen": 1, "scores": [0.5, 0.25]})
+        );
     }
 }

@@ -32,8 +32,10 @@ impl History {
         Self::default()
     }
 
-    /// Appends a message.
-    pub fn push(&mut self, message: Message) {
+    /// Appends a message (without the spare room its vectors and strings had:
+    /// [`Message::shrink_to_fit`]).
+    pub fn push(&mut self, mut message: Message) {
+        message.shrink_to_fit();
         self.push_shared(Arc::new(message));
     }
 
@@ -42,9 +44,9 @@ impl History {
         Arc::make_mut(&mut self.0).push(message);
     }
 
-    /// Appends messages.
+    /// Appends messages (shrunk as by [`push`](Self::push)).
     pub fn extend(&mut self, messages: impl IntoIterator<Item = Message>) {
-        Arc::make_mut(&mut self.0).extend(messages.into_iter().map(Arc::new));
+        Arc::make_mut(&mut self.0).extend(messages.into_iter().map(shared));
     }
 
     /// The messages, in order.
@@ -134,10 +136,18 @@ impl From<Vec<Message>> for History {
     fn from(messages: Vec<Message>) -> Self {
         // Not `collect()`: collecting a `Vec<Message>` into pointers reuses its (much larger)
         // buffer, which would then stay allocated for as long as the history lives.
-        let mut shared = Vec::with_capacity(messages.len());
-        shared.extend(messages.into_iter().map(Arc::new));
-        Self(Arc::new(shared))
+        // Each message without its spare room (a parsed one-block content vector has room for
+        // four).
+        let mut list = Vec::with_capacity(messages.len());
+        list.extend(messages.into_iter().map(shared));
+        Self(Arc::new(list))
     }
+}
+
+/// A message without its spare room, shared.
+fn shared(mut message: Message) -> Arc<Message> {
+    message.shrink_to_fit();
+    Arc::new(message)
 }
 
 impl From<Vec<Arc<Message>>> for History {
@@ -207,6 +217,32 @@ mod tests {
         assert_eq!(history.0.capacity(), 20);
         let collected: History = (0..20).map(|i| user(&i.to_string())).collect();
         assert_eq!(collected.0.capacity(), 20);
+    }
+
+    #[test]
+    fn messages_taken_keep_no_spare_room() {
+        let json = r#"[
+            {"role": "user", "content": [{"type": "text", "text": "hello"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "hi"}],
+             "stopReason": "stop", "provider": "faux", "model": "m"}
+        ]"#;
+        let history: History = serde_json::from_str(json).unwrap();
+        let Message::User(user) = &*history.shared()[0] else { panic!("a user message") };
+        assert_eq!(user.content.capacity(), 1, "a parsed one-block vector has room for one");
+        let Message::Assistant(reply) = &*history.shared()[1] else { panic!("an assistant") };
+        assert_eq!(reply.content.capacity(), 1);
+        let mut grown = crate::AssistantMessage::empty("faux", "m");
+        let mut text = String::new();
+        for _ in 0..5 {
+            text.push_str("abcd");
+        }
+        grown.content.push(crate::AssistantContent::Text(crate::TextContent { text }));
+        let mut history = History::new();
+        history.push(Message::Assistant(grown));
+        let Message::Assistant(pushed) = &*history.shared()[0] else { panic!("an assistant") };
+        assert_eq!(pushed.content.capacity(), 1);
+        let crate::AssistantContent::Text(t) = &pushed.content[0] else { panic!("text") };
+        assert_eq!((t.text.len(), t.text.capacity()), (20, 20), "streamed text shrunk");
     }
 
     #[test]

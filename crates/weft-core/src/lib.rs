@@ -5,7 +5,8 @@
 //! - [`message`]: messages and content blocks ([`Message`], [`AssistantMessage`], [`ToolCall`] …)
 //!   and [`StopReason`];
 //! - [`usage`]: [`Usage`] and [`Cost`];
-//! - [`tool`]: [`ToolSpec`], what a model is told about a tool;
+//! - [`tool`]: [`ToolSpec`], what a model is told about a tool, and [`ToolContent`], a block of
+//!   a local tool's output;
 //! - [`event`]: [`AgentEvent`], the one closed set of events a run emits;
 //! - [`step`]: the step trace ([`AgentStep`], [`ToolExecutionResult`], [`AgentResponse`]);
 //! - [`history`]: [`History`], the conversation shared (not copied) by the session, model
@@ -37,7 +38,7 @@ pub mod store;
 pub mod tool;
 pub mod usage;
 
-pub use event::AgentEvent;
+pub use event::{AgentEvent, ModeProgress};
 pub use history::History;
 pub use message::{
     AssistantContent, AssistantMessage, ImageContent, Message, Role, StopReason, TextContent,
@@ -52,5 +53,5 @@ pub use store::{
     Checkpoint, Commit, EventRecord, MessageSpan, OwnerScope, RunChange, RunState, SessionHead,
     SessionStore, StoreError, StoreFuture, StoredSession,
 };
-pub use tool::ToolSpec;
+pub use tool::{ToolContent, ToolSpec};
 pub use usage::{Cost, Prices, Usage};

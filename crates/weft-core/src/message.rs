@@ -281,6 +281,58 @@ impl Message {
     }
 }
 
+impl Message {
+    /// Gives back the room its vectors and strings hold beyond their length: a message parsed
+    /// from JSON or built up while streaming keeps spare capacity (a one-block content vector
+    /// with room for four, a text grown by doubling) that a message kept for a session's life
+    /// does not need. [`History`](crate::History) does this to the messages it takes.
+    pub fn shrink_to_fit(&mut self) {
+        fn shrink_user(content: &mut Vec<UserContent>) {
+            content.shrink_to_fit();
+            for block in content {
+                match block {
+                    UserContent::Text(t) => t.text.shrink_to_fit(),
+                    UserContent::Image(i) => {
+                        i.data.shrink_to_fit();
+                        i.mime_type.shrink_to_fit();
+                    }
+                }
+            }
+        }
+        match self {
+            Self::User(m) => shrink_user(&mut m.content),
+            Self::Assistant(m) => {
+                m.content.shrink_to_fit();
+                for block in &mut m.content {
+                    match block {
+                        AssistantContent::Text(t) => t.text.shrink_to_fit(),
+                        AssistantContent::Thinking(t) => {
+                            t.thinking.shrink_to_fit();
+                            if let Some(signature) = &mut t.signature {
+                                signature.shrink_to_fit();
+                            }
+                        }
+                        AssistantContent::ToolCall(call) => {
+                            call.id.shrink_to_fit();
+                            call.name.shrink_to_fit();
+                        }
+                    }
+                }
+                if let Some(error) = &mut m.error_message {
+                    error.shrink_to_fit();
+                }
+                m.provider.shrink_to_fit();
+                m.model.shrink_to_fit();
+            }
+            Self::ToolResult(m) => {
+                shrink_user(&mut m.content);
+                m.tool_call_id.shrink_to_fit();
+                m.tool_name.shrink_to_fit();
+            }
+        }
+    }
+}
+
 impl AsRef<Message> for Message {
     fn as_ref(&self) -> &Message {
         self

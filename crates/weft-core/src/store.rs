@@ -177,8 +177,17 @@ pub struct RunState {
     /// The mode's own state, for modes that keep one.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub mode_state: Value,
+    /// How many executions of the run came before the current one (resumes after a
+    /// suspension, recoveries after a crash): node ids of later executions carry it, so they
+    /// never repeat an earlier execution's.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub executions: u32,
     /// When the run started.
     pub started_at: TimestampMs,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// What a commit does to the run state.
@@ -373,6 +382,27 @@ pub trait SessionStore: Send + Sync + 'static {
         namespace: &'a str,
         id: Option<&'a str>,
     ) -> StoreFuture<'a, Option<Checkpoint>>;
+
+    /// Which of `keys` — (session id, checkpoint id) pairs — have a checkpoint in `namespace`:
+    /// the keys found, in any order. One call for many sessions: a process polls the abort
+    /// requests of all its runs with one query per interval, not one per run. The default asks
+    /// [`get_checkpoint`](Self::get_checkpoint) for each key; backends with a query language
+    /// answer in one query.
+    fn find_checkpoints<'a>(
+        &'a self,
+        namespace: &'a str,
+        keys: &'a [(String, String)],
+    ) -> StoreFuture<'a, Vec<(String, String)>> {
+        Box::pin(async move {
+            let mut found = Vec::new();
+            for (session_id, id) in keys {
+                if self.get_checkpoint(session_id, namespace, Some(id)).await?.is_some() {
+                    found.push((session_id.clone(), id.clone()));
+                }
+            }
+            Ok(found)
+        })
+    }
 
     /// The namespace's checkpoints, oldest first.
     fn list_checkpoints<'a>(

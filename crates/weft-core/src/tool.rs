@@ -60,3 +60,45 @@ impl ToolSpec {
 fn empty_object_schema() -> Value {
     serde_json::json!({"type": "object", "properties": {}})
 }
+
+/// A block of a local tool's output: what the tool produced, before it becomes the content of
+/// the tool result the model sees (text and images as they are, structured JSON as its text).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ToolContent {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image (an MCP server's chart, a screenshot).
+    #[serde(rename_all = "camelCase")]
+    Image {
+        /// MIME type such as `image/png`.
+        mime_type: String,
+        /// Base64 data.
+        data: String,
+    },
+    /// Structured JSON (an MCP server's `structuredContent`).
+    Json {
+        /// The value.
+        value: Value,
+    },
+}
+
+impl ToolContent {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text { text: text.into() }
+    }
+
+    /// The block as the model reads it: text as is, JSON as its compact text, an image as a
+    /// placeholder naming its type (the image itself goes to the model as an image block).
+    pub fn to_text(&self) -> String {
+        match self {
+            Self::Text { text } => text.clone(),
+            Self::Json { value } => value.to_string(),
+            Self::Image { mime_type, .. } => format!("[image: {mime_type}]"),
+        }
+    }
+}

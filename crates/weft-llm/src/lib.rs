@@ -38,5 +38,5 @@ mod stream;
 
 pub use provider::{ContentDelta, ModelRequest, Provider, ProviderEvent};
 pub use stream::{ProviderStream, StreamEvent};
-/// Cancels a model call or a run; cloning shares it.
-pub use tokio_util::sync::CancellationToken;
+/// Cancels a model call or a run; cloning shares it (re-exported from `weft-cancel`).
+pub use weft_cancel::CancellationToken;

@@ -20,13 +20,32 @@ pub enum Framing {
 impl Framing {
     /// Appends `frame`'s bytes.
     pub fn write(self, frame: &Frame, out: &mut Vec<u8>) {
-        let mut text = String::new();
+        let data = frame.data.as_bytes();
         match self {
-            Framing::Sse => write_sse(frame, &mut text),
-            Framing::Ndjson if frame.is_json() => write_ndjson(frame, &mut text),
+            // The same bytes as `write_sse` / `write_ndjson`, without an intermediate string.
+            Framing::Sse if !data.contains(&b'\n') => {
+                self.open(frame.id, out);
+                out.extend_from_slice(data.strip_suffix(b"\r").unwrap_or(data));
+                self.close(out);
+            }
+            Framing::Ndjson
+                if frame.is_json() && !data.contains(&b'\n') && !data.contains(&b'\r') =>
+            {
+                out.extend_from_slice(data);
+                out.push(b'\n');
+            }
+            Framing::Sse => {
+                let mut text = String::new();
+                write_sse(frame, &mut text);
+                out.extend_from_slice(text.as_bytes());
+            }
+            Framing::Ndjson if frame.is_json() => {
+                let mut text = String::new();
+                write_ndjson(frame, &mut text);
+                out.extend_from_slice(text.as_bytes());
+            }
             Framing::Ndjson => {}
         }
-        out.extend_from_slice(text.as_bytes());
     }
 
     /// Starts a frame whose compact JSON the caller writes next (`id:` first, for SSE).

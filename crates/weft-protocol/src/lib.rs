@@ -71,6 +71,15 @@ pub trait Encoder: Send {
     /// Renders one event, appending zero or more frames to `out`.
     fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>);
 
+    /// The node run the next event belongs to, as the session's log records it
+    /// ([`EventRecord::node_id`](weft_core::EventRecord::node_id)); callers that have records
+    /// call it before each [`encode`](Self::encode). Formats with a node envelope (Loom) use
+    /// it, so concurrent node runs keep their own events; others ignore it. Without it, an
+    /// event belongs to the innermost open node run.
+    fn set_node(&mut self, node: Option<&std::sync::Arc<str>>) {
+        let _ = node;
+    }
+
     /// Frames to send after the stream's last event, if the format has a terminator.
     fn finish(&mut self, out: &mut Vec<Frame>) {
         let _ = out;
@@ -151,6 +160,9 @@ pub(crate) fn event_fields(event: &AgentEvent) -> serde_json::Value {
     let mut value = serde_json::to_value(event).unwrap_or(serde_json::Value::Null);
     if let serde_json::Value::Object(map) = &mut value {
         map.remove("type");
+        if let AgentEvent::Progress(_) = event {
+            map.remove("kind");
+        }
     }
     value
 }

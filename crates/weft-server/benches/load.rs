@@ -318,13 +318,24 @@ async fn step(bin: &PathBuf, store: &str, n: usize, ramp: u64, window: u64) -> b
     let (p50, p99, max) = (percentile(&gaps, 0.5), percentile(&gaps, 0.99), percentile(&gaps, 1.0));
     let rate = (deltas_end - deltas_start) as f64 / window_took;
     let per_session = |rss: u64| rss.saturating_sub(idle) as f64 / n as f64;
+    // The memory store keeps every event, so RSS grows with the deltas streamed: the growth
+    // per delta over the window, and the per-session cost extrapolated back to no delta (the
+    // session, its run, its connection and stream, without the event log).
+    let (start_each, end_each) = (deltas_start as f64 / n as f64, deltas_end as f64 / n as f64);
+    let per_delta = if end_each > start_each {
+        (per_session(rss_end) - per_session(rss_start)) / (end_each - start_each)
+    } else {
+        f64::NAN
+    };
+    let fixed = per_session(rss_start) - per_delta * start_each;
     let held = streamed == n && failed == 0 && p99 - PACING_MS < 50.0;
     println!(
         "ramp  {store:<6} N={n:>6}  ramp {:>5.1}s  streamed {streamed}/{n} failed {failed}  \
          gaps {} p50 {p50:.1} ms p99 {p99:.1} ms max {max:.1} ms  {rate:.0} deltas/s \
          (expected {:.0})  RSS idle {:.1} MiB, window start {:.1} MiB = {:.1} KiB/session \
          ({:.0} deltas each), end {:.1} MiB = {:.1} KiB/session ({:.0} deltas each), \
-         peak {:.1} MiB  CPU in window: server {:.0}%, load generator {:.0}%  {}",
+         peak {:.1} MiB; growth {:.3} KiB per delta, {:.1} KiB/session without the event \
+         log  CPU in window: server {:.0}%, load generator {:.0}%  {}",
         ramp_took.as_secs_f64(),
         gaps.len(),
         n as f64 * 1000.0 / PACING_MS,
@@ -336,6 +347,8 @@ async fn step(bin: &PathBuf, store: &str, n: usize, ramp: u64, window: u64) -> b
         per_session(rss_end),
         deltas_end as f64 / n as f64,
         rss_peak as f64 / 1024.0,
+        per_delta,
+        fixed,
         (server_cpu1 - server_cpu0) / window_took * 100.0,
         (self_cpu1 - self_cpu0) / window_took * 100.0,
         if held { "HELD" } else { "NOT HELD" },

@@ -132,6 +132,36 @@ pub enum OnDisconnect {
     Cancel,
 }
 
+/// Parameters of a reasoning mode; those of another mode than the one chosen are ignored.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModeParameters {
+    /// tot: candidates asked for at each expansion (default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breadth: Option<u32>,
+    /// tot: the deepest a path may go (default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// tot: `dfs` (default) or `bfs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<String>,
+    /// tot, got: model calls a run may make in all (default 30 for tot, 40 for got).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_model_calls: Option<u32>,
+    /// got: graph nodes that run at once (default 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+    /// got: completed nodes may be expanded into sub-graphs (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<bool>,
+    /// got: the most graph nodes the plan and its expansions may have (default 12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_budget: Option<u32>,
+    /// got: model calls one graph node may make (default 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_turns: Option<u32>,
+}
+
 /// Options of an execute request. `provider`, `model`, `systemPrompt`, `maxTurns` and `mode`
 /// apply to a new session (an existing one keeps its own; a different value is refused).
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
@@ -151,9 +181,13 @@ pub struct ExecuteOptions {
     /// `limits.max_turns` (its default); kept with the session, so it holds across resumes.
     #[serde(default)]
     pub max_turns: Option<u32>,
-    /// The agent mode: `react`.
+    /// The agent mode: `react` (default), `tot` (tree of thoughts) or `got` (graph of
+    /// thoughts).
     #[serde(default)]
     pub mode: Option<String>,
+    /// The mode's parameters (each optional; defaults as documented).
+    #[serde(default)]
+    pub mode_options: Option<ModeParameters>,
     /// While a run is under way: `reject` (default), `enqueue` or `interrupt`.
     #[serde(default)]
     pub multitask: Multitask,

@@ -34,6 +34,14 @@
 //!
 //! [cors]
 //! origins = ["http://localhost:3000"]  # WEFT_CORS_ORIGINS (comma-separated); "*" for any
+//!
+//! [[mcp]]                           # MCP servers, built-in tools and per-tool policy:
+//! name = "files"                    # see weft_tools::config for every key
+//! command = "npx"
+//! [builtins]
+//! tools = ["calculator", "current_time"]
+//! [tools.files__write]
+//! approval = "always"
 //! ```
 //!
 //! Provider API keys are never read from this file: they come from the environment
@@ -157,6 +165,9 @@ pub struct ServeConfig {
     pub lease_ttl: Option<Duration>,
     /// CORS origins.
     pub cors_origins: Vec<String>,
+    /// MCP servers, built-in tools and per-tool policy (`[[mcp]]`, `[builtins]`,
+    /// `[tools.NAME]`; see `weft_tools::config`), paths made relative to the file.
+    pub tools: weft_tools::ToolsConfig,
 }
 
 /// One more provider sessions may pick (`[providers.NAME]`).
@@ -184,6 +195,12 @@ struct FileConfig {
     limits: LimitsSection,
     #[serde(default)]
     cors: CorsSection,
+    #[serde(default)]
+    mcp: Vec<weft_tools::McpServerConfig>,
+    #[serde(default)]
+    builtins: weft_tools::BuiltinsConfig,
+    #[serde(default)]
+    tools: BTreeMap<String, weft_tools::ToolPolicy>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -326,8 +343,20 @@ impl ServeConfig {
                 ConfigError(format!("{}: api_keys: {e}", located(at)))
             })?;
         }
+        let mut tools =
+            weft_tools::ToolsConfig { mcp: file.mcp, builtins: file.builtins, tools: file.tools };
+        tools.resolve_paths(base);
+        tools.check().map_err(|e| {
+            let key = e.split([':', '[', '.']).next().unwrap_or_default();
+            let at = text
+                .find(&format!("[{key}"))
+                .or_else(|| text.find(&format!("[[{key}")))
+                .map(|s| s..s + 1);
+            ConfigError(format!("{}: {e}", located(at)))
+        })?;
         Ok(Self {
             file: Some(path.to_path_buf()),
+            tools,
             addr: file.addr,
             store: file.store,
             provider: file.provider.name,
@@ -501,6 +530,36 @@ mod tests {
         assert_eq!(listed["anthropic"].model.as_deref(), Some("claude"));
         assert_eq!(listed["openai"].model, None);
         assert!(parse_providers("a=1,a=2").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn tools_tables_are_read_with_paths_relative_to_the_file() -> Result<(), ConfigError> {
+        let text = "[[mcp]]\nname = \"files\"\ncommand = \"srv\"\ncwd = \"work\"\n\n\
+                    [[mcp]]\nname = \"web\"\nurl = \"http://127.0.0.1:9/mcp\"\n\n\
+                    [builtins]\ntools = [\"read_file\"]\nroot = \"data\"\n\n\
+                    [tools.shell]\napproval = \"never\"\ntimeout = \"5s\"\n";
+        let config = ServeConfig::parse(text, Path::new("/etc/weft/weft.toml"))?;
+        let tools = &config.tools;
+        assert_eq!(tools.mcp[0].cwd.as_deref(), Some(Path::new("/etc/weft/work")));
+        assert_eq!(tools.mcp[1].url.as_deref(), Some("http://127.0.0.1:9/mcp"));
+        assert_eq!(tools.builtins.root.as_deref(), Some(Path::new("/etc/weft/data")));
+        assert_eq!(tools.tools["shell"].approval, weft_tools::Approval::Never);
+        assert_eq!(tools.tools["shell"].timeout, Some(Duration::from_secs(5)));
+        let both = "[[mcp]]\nname = \"x\"\ncommand = \"a\"\nurl = \"http://h\"\n";
+        let error = ServeConfig::parse(both, Path::new("weft.toml")).err().map(|e| e.0);
+        assert_eq!(
+            error.as_deref(),
+            Some("weft.toml:1: mcp[0]: give command (stdio) or url (HTTP), not both")
+        );
+        let typo = "[tools.shell]\napproval = \"sometimes\"\n";
+        let error = ServeConfig::parse(typo, Path::new("weft.toml")).err().map(|e| e.0);
+        assert!(
+            error.as_deref().is_some_and(
+                |e| e.starts_with("weft.toml:2: tools.shell.approval: unknown variant")
+            ),
+            "{error:?}"
+        );
         Ok(())
     }
 

@@ -21,8 +21,8 @@ use crate::auth::Caller;
 use crate::error::{ApiError, shown};
 use crate::stream::{CancelOnDrop, Feed, run_start};
 
-/// The only agent mode this server runs.
-const MODES: [&str; 1] = ["react"];
+/// The agent modes this server runs.
+const MODES: [&str; 3] = ["react", "tot", "got"];
 /// How many times an enqueued or interrupting input tries to start before giving up (each try
 /// follows the end of a run that got the session first).
 const START_TRIES: usize = 64;
@@ -106,6 +106,7 @@ fn check_options(state: &AppState, options: &ExecuteOptions) -> Result<(), ApiEr
             format!("unknown mode {}: allowed: {}", shown(mode), MODES.join(", ")),
         ));
     }
+    mode_of(options)?;
     if let Some(turns) = options.max_turns
         && !(1..=state.settings.max_turns).contains(&turns)
     {
@@ -120,6 +121,21 @@ fn check_options(state: &AppState, options: &ExecuteOptions) -> Result<(), ApiEr
     Ok(())
 }
 
+/// The mode `options` ask for (`None`: the default), with its parameters.
+pub(crate) fn mode_of(options: &ExecuteOptions) -> Result<Option<weft_agent::Mode>, ApiError> {
+    if options.mode.is_none() && options.mode_options.is_none() {
+        return Ok(None);
+    }
+    let mut value = serde_json::to_value(options.mode_options.clone().unwrap_or_default())
+        .unwrap_or_else(|_| serde_json::json!({}));
+    if let Some(map) = value.as_object_mut() {
+        map.insert("type".into(), options.mode.as_deref().unwrap_or("react").into());
+    }
+    serde_json::from_value(value).map(Some).map_err(|e| {
+        ApiError::bad_request("invalid_mode_options", format!("options.modeOptions: {e}"))
+    })
+}
+
 /// An existing session keeps its provider, model, system prompt and turn limit.
 fn check_same(
     state: &AppState,
@@ -132,11 +148,13 @@ fn check_same(
         .unwrap_or(state.settings.max_turns)
         .to_string();
     let given_turns = options.max_turns.map(|n| n.to_string());
+    let kept_mode = weft_agent::Mode::of_options(&head.options);
     for (name, given, kept) in [
         ("provider", options.provider.as_deref(), Some(head.provider.as_str())),
         ("model", options.model.as_deref(), Some(head.model.as_str())),
         ("systemPrompt", options.system_prompt.as_deref(), head.system_prompt.as_deref()),
         ("maxTurns", given_turns.as_deref(), Some(max_turns.as_str())),
+        ("mode", options.mode.as_deref(), Some(kept_mode.name())),
     ] {
         if differs(given, kept) {
             return Err(ApiError::bad_request(
@@ -185,6 +203,7 @@ async fn create(
             owner: caller.owner.clone(),
             provider: options.provider.clone(),
             max_turns: options.max_turns,
+            mode: mode_of(options)?,
         })
         .await;
     match created {

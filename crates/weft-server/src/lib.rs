@@ -98,6 +98,8 @@ pub(crate) struct AppState {
     pub(crate) runs: execute::Runs,
     /// Per session: the queue enqueued inputs wait in.
     queues: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
+    /// Notified every [`Settings::keep_alive`] by one task: the streams' keep-alive clock.
+    keep_alive: std::sync::OnceLock<Arc<tokio::sync::Notify>>,
 }
 
 impl AppState {
@@ -111,6 +113,35 @@ impl AppState {
         let queue = Arc::new(tokio::sync::Mutex::new(()));
         queues.insert(session_id.to_string(), Arc::downgrade(&queue));
         queue
+    }
+
+    /// The keep-alive clock of the streams, started by the first stream: one task and one timer
+    /// for the whole server instead of one per stream. It ticks once more when the server
+    /// closes (streams then end), and stops then or once the server is dropped.
+    pub(crate) fn keep_alive(&self) -> Arc<tokio::sync::Notify> {
+        let every = self.settings.keep_alive;
+        let closing = self.closing.clone();
+        Arc::clone(self.keep_alive.get_or_init(|| {
+            let ticks = Arc::new(tokio::sync::Notify::new());
+            let weak = Arc::downgrade(&ticks);
+            tokio::spawn(async move {
+                let mut interval = tokio::time::interval(every);
+                interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                interval.tick().await;
+                loop {
+                    let closed = tokio::select! {
+                        _ = interval.tick() => false,
+                        () = closing.cancelled() => true,
+                    };
+                    let Some(ticks) = weak.upgrade() else { return };
+                    ticks.notify_waiters();
+                    if closed {
+                        return;
+                    }
+                }
+            });
+            ticks
+        }))
     }
 
     /// Forgets what was kept about a deleted session.
@@ -155,6 +186,7 @@ impl Server {
                 ends: Mutex::new(HashMap::new()),
                 runs: execute::Runs::default(),
                 queues: Mutex::new(HashMap::new()),
+                keep_alive: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -224,6 +256,13 @@ impl Server {
         let closing = self.state.closing.clone();
         let app = self.router();
         tracing::info!(%addr, "weft server listening");
+        // Every event is written as soon as it is rendered: no Nagle delay behind an
+        // unacknowledged one (a stream writes many small chunks).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(error) = tcp.set_nodelay(true) {
+                tracing::debug!(%error, "TCP_NODELAY could not be set");
+            }
+        });
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {
                 shutdown.await;

@@ -5,8 +5,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::api::{
-    AbortResponse, ExecuteContext, ExecuteOptions, ExecuteRequest, Health, Multitask, OnDisconnect,
-    SessionList, SessionView,
+    AbortResponse, ExecuteContext, ExecuteOptions, ExecuteRequest, Health, ModeParameters,
+    Multitask, OnDisconnect, SessionList, SessionView,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -42,7 +42,8 @@ impl Modify for BearerAuth {
         crate::routes::openapi,
     ),
     components(schemas(
-        ExecuteRequest, ExecuteContext, ExecuteOptions, Multitask, OnDisconnect, SessionView,
+        ExecuteRequest, ExecuteContext, ExecuteOptions, ModeParameters, Multitask, OnDisconnect,
+        SessionView,
         SessionList, AbortResponse, Health, ErrorBody, ErrorDetail
     )),
     modifiers(&BearerAuth),

@@ -7,10 +7,9 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, header};
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use weft_agent::AbortHandle;
 use weft_core::{AgentEvent, EventRecord};
-use weft_protocol::framing::{write_ndjson, write_sse};
 use weft_protocol::{Encoder, Frame, Protocol};
 
 use crate::AppState;
@@ -19,14 +18,8 @@ use crate::error::ApiError;
 /// A session's events, in seq order.
 pub(crate) type Records = Pin<Box<dyn Stream<Item = Arc<EventRecord>> + Send>>;
 
-/// How frames are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Framing {
-    /// Server-Sent Events, `id:` = seq.
-    Sse,
-    /// One JSON document per line.
-    Ndjson,
-}
+/// How frames are written (SSE with `id:`, or NDJSON lines).
+pub(crate) use weft_protocol::Framing;
 
 /// The wire format of one response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +74,7 @@ impl Renderer {
     /// Feeds an event the client has already seen: the encoder's state moves on, nothing is
     /// written (so a resumed stream renders the rest exactly as the first one would have).
     pub(crate) fn prime(&mut self, record: &EventRecord) {
+        self.encoder.set_node(record.node_id.as_ref());
         weft_protocol::encode(self.encoder.as_mut(), record.seq, &record.event, &mut self.frames);
         self.frames.clear();
     }
@@ -88,6 +82,7 @@ impl Renderer {
     /// The frames of one event.
     pub(crate) fn frames(&mut self, record: &EventRecord) -> std::vec::Drain<'_, Frame> {
         self.frames.clear();
+        self.encoder.set_node(record.node_id.as_ref());
         weft_protocol::encode(self.encoder.as_mut(), record.seq, &record.event, &mut self.frames);
         self.frames.drain(..)
     }
@@ -97,13 +92,6 @@ impl Renderer {
         self.frames.clear();
         self.encoder.finish(&mut self.frames);
         self.frames.drain(..)
-    }
-}
-
-fn write(framing: Framing, frame: &Frame, out: &mut String) {
-    match framing {
-        Framing::Sse => write_sse(frame, out),
-        Framing::Ndjson => write_ndjson(frame, out),
     }
 }
 
@@ -156,6 +144,13 @@ pub(crate) struct Feed {
     pub(crate) cancel: Option<CancelOnDrop>,
 }
 
+/// How many bytes of frames one body chunk gathers at most when several events are ready at once
+/// (a client catching up): one write to the socket for many events.
+const CHUNK_BYTES: usize = 32 * 1024;
+/// A connection's frame buffer keeps at most this much capacity between events (a large event,
+/// such as a `message_end` with a long text, does not stay allocated for the stream's life).
+const KEEP_CAPACITY: usize = 4 * 1024;
+
 /// Renders a feed as an HTTP body: frames as they come, SSE keep-alive comments while idle, the
 /// format's closing frames at the end; ends early when the server shuts down.
 pub(crate) fn body(state: Arc<AppState>, feed: Feed, format: WireFormat) -> Body {
@@ -163,6 +158,12 @@ pub(crate) fn body(state: Arc<AppState>, feed: Feed, format: WireFormat) -> Body
 }
 
 /// [`body`] with an encoder of the caller's.
+///
+/// Each event is written by [`Encoder::encode_to`] straight into one buffer per connection (the
+/// native and Loom encoders write their per-token events in place; the other formats go through
+/// their frames), and the events that are ready at once go out in one chunk. Keep-alive comments
+/// come from the server's one keep-alive ticker ([`AppState::keep_alive`]), not from a timer per
+/// stream: a stream that sent nothing since the last tick sends one.
 pub(crate) fn body_with(
     state: Arc<AppState>,
     feed: Feed,
@@ -172,44 +173,77 @@ pub(crate) fn body_with(
     let stream = async_stream::stream! {
         let Feed { mut records, seen, mut cancel } = feed;
         let _gauge = ClientGauge::new(Arc::clone(&state));
-        let mut renderer = Renderer::with_encoder(encoder);
-        let mut keep_alive = tokio::time::interval(state.settings.keep_alive);
-        keep_alive.tick().await;
-        let closing = state.closing.clone();
-        loop {
+        let mut encoder = encoder;
+        let mut out: Vec<u8> = Vec::new();
+        let ticks = state.keep_alive();
+        let tick = ticks.notified();
+        tokio::pin!(tick);
+        // Counted as sent at the start: the first keep-alive comes after a whole idle period.
+        let mut sent = true;
+        let mut open = !state.closing.is_cancelled();
+        while open {
+            // The shutdown comes as a tick too (the ticker ticks once more when the server
+            // closes): the cancellation token (a lock) is looked at per tick, not per event.
             let record = tokio::select! {
-                record = records.next() => record,
-                _ = keep_alive.tick() => {
-                    if framing == Framing::Sse {
-                        yield Ok::<Bytes, std::convert::Infallible>(Bytes::from_static(b": keep-alive\n\n"));
-                    }
+                biased;
+                record = records.next() => Some(record),
+                () = &mut tick => None,
+            };
+            let Some(record) = record else {
+                // A keep-alive tick: a stream idle since the last one says it is alive.
+                tick.set(ticks.notified());
+                if state.closing.is_cancelled() {
+                    open = false;
                     continue;
                 }
-                () = closing.cancelled() => break,
-            };
-            let Some(record) = record else { break };
-            if record.seq <= seen {
-                renderer.prime(&record);
+                if framing == Framing::Sse && !std::mem::take(&mut sent) {
+                    yield Ok::<Bytes, std::convert::Infallible>(Bytes::from_static(b": keep-alive\n\n"));
+                }
                 continue;
-            }
-            let ended = matches!(record.event, AgentEvent::SessionEnd { .. });
-            let mut out = String::new();
-            for frame in renderer.frames(&record) {
-                write(framing, &frame, &mut out);
-            }
-            state.metrics.events(1);
-            if ended && let Some(cancel) = cancel.as_mut() {
-                cancel.disarm();
+            };
+            let Some(mut record) = record else { break };
+            let mut done = false;
+            loop {
+                if record.seq <= seen {
+                    // The client has it: the encoder's state moves on, nothing is sent.
+                    let mark = out.len();
+                    encoder.encode_to(record.seq, &record.event, framing, &mut out);
+                    out.truncate(mark);
+                } else {
+                    encoder.encode_to(record.seq, &record.event, framing, &mut out);
+                    state.metrics.events(1);
+                    if matches!(record.event, AgentEvent::SessionEnd { .. })
+                        && let Some(cancel) = cancel.as_mut()
+                    {
+                        cancel.disarm();
+                    }
+                }
+                if out.len() >= CHUNK_BYTES {
+                    break;
+                }
+                // More events ready right now go into the same chunk.
+                match records.next().now_or_never() {
+                    Some(Some(next)) => record = next,
+                    Some(None) => {
+                        done = true;
+                        break;
+                    }
+                    None => break,
+                }
             }
             if !out.is_empty() {
-                yield Ok(Bytes::from(out));
+                yield Ok(Bytes::copy_from_slice(&out));
+                sent = true;
+                out.clear();
+                if out.capacity() > KEEP_CAPACITY {
+                    out.shrink_to(KEEP_CAPACITY);
+                }
             }
-            keep_alive.reset();
+            if done {
+                break;
+            }
         }
-        let mut out = String::new();
-        for frame in renderer.finish() {
-            write(framing, &frame, &mut out);
-        }
+        encoder.finish_to(framing, &mut out);
         if !out.is_empty() {
             yield Ok(Bytes::from(out));
         }

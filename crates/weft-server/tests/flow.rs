@@ -123,7 +123,8 @@ async fn options_are_checked_and_approvals_resume() {
     let server = start(weather_script()).await;
     for (options, code) in [
         (json!({"provider": "openai"}), "unknown_provider"),
-        (json!({"mode": "tot"}), "unknown_mode"),
+        (json!({"mode": "mcts"}), "unknown_mode"),
+        (json!({"mode": "tot", "modeOptions": {"search": "sideways"}}), "invalid_mode_options"),
         (json!({"maxTurns": 0}), "invalid_max_turns"),
         (json!({"maxTurns": 51}), "invalid_max_turns"),
     ] {

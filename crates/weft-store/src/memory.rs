@@ -268,6 +268,24 @@ impl SessionStore for MemoryStore {
         ready(result)
     }
 
+    fn find_checkpoints<'a>(
+        &'a self,
+        namespace: &'a str,
+        keys: &'a [(String, String)],
+    ) -> StoreFuture<'a, Vec<(String, String)>> {
+        let state = self.state();
+        let found = keys
+            .iter()
+            .filter(|(session_id, id)| {
+                state.sessions.get(session_id).is_some_and(|entry| {
+                    entry.checkpoints.contains_key(&(namespace.to_owned(), id.clone()))
+                })
+            })
+            .cloned()
+            .collect();
+        ready(Ok(found))
+    }
+
     fn get_checkpoint<'a>(
         &'a self,
         session_id: &'a str,

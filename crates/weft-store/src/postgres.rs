@@ -757,6 +757,39 @@ impl SessionStore for PostgresStore {
         })
     }
 
+    fn find_checkpoints<'a>(
+        &'a self,
+        namespace: &'a str,
+        keys: &'a [(String, String)],
+    ) -> StoreFuture<'a, Vec<(String, String)>> {
+        Box::pin(async move {
+            if keys.is_empty() {
+                return Ok(Vec::new());
+            }
+            let (sessions, ids): (Vec<&str>, Vec<&str>) =
+                keys.iter().map(|(s, i)| (s.as_str(), i.as_str())).unzip();
+            let rows = sqlx::query(
+                "SELECT c.session_id, c.id FROM checkpoints c \
+                 JOIN UNNEST($2::text[], $3::text[]) AS k(session_id, id) \
+                 ON c.session_id = k.session_id AND c.id = k.id WHERE c.namespace = $1",
+            )
+            .bind(namespace)
+            .bind(&sessions)
+            .bind(&ids)
+            .fetch_all(&self.inner.pool)
+            .await
+            .map_err(pg)?;
+            rows.iter()
+                .map(|row| {
+                    Ok((
+                        row.try_get::<String, _>(0).map_err(pg)?,
+                        row.try_get::<String, _>(1).map_err(pg)?,
+                    ))
+                })
+                .collect()
+        })
+    }
+
     fn list_checkpoints<'a>(
         &'a self,
         session_id: &'a str,

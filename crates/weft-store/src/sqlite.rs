@@ -1033,6 +1033,40 @@ impl SessionStore for SqliteStore {
         })
     }
 
+    fn find_checkpoints<'a>(
+        &'a self,
+        namespace: &'a str,
+        keys: &'a [(String, String)],
+    ) -> StoreFuture<'a, Vec<(String, String)>> {
+        Box::pin(async move {
+            let mut found = Vec::new();
+            // SQLite binds at most 32,766 variables: a few hundred keys per query.
+            for chunk in keys.chunks(256) {
+                let mut sql = String::from(
+                    "SELECT session_id, id FROM checkpoints WHERE namespace = ? AND (",
+                );
+                for i in 0..chunk.len() {
+                    sql.push_str(if i == 0 { "" } else { " OR " });
+                    sql.push_str("(session_id = ? AND id = ?)");
+                }
+                sql.push(')');
+                let mut query = sqlx::query(&sql).bind(namespace);
+                for (session_id, id) in chunk {
+                    query = query.bind(session_id).bind(id);
+                }
+                let rows =
+                    query.fetch_all(&self.inner.readers).await.map_err(|e| self.read_error(e))?;
+                for row in &rows {
+                    found.push((
+                        row.try_get::<String, _>(0).map_err(|e| self.read_error(e))?,
+                        row.try_get::<String, _>(1).map_err(|e| self.read_error(e))?,
+                    ));
+                }
+            }
+            Ok(found)
+        })
+    }
+
     fn list_checkpoints<'a>(
         &'a self,
         session_id: &'a str,

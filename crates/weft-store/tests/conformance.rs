@@ -323,6 +323,7 @@ fn run_state(run_id: &str) -> RunState {
             ],
         }),
         mode_state: json!({"frontier": [1, 2], "scores": {"a": 0.5}}),
+        executions: 2,
         started_at: 1_700_000_000_100,
     }
 }
@@ -806,6 +807,32 @@ async fn checkpoints(f: &Fixture) {
     assert_eq!(s.get_checkpoint(&id, "", None).await.unwrap(), Some(c1.clone()));
     let other = f.other().await;
     assert_eq!(other.list_checkpoints(&id, "").await.unwrap(), vec![c2, c3, c1]);
+
+    // Many sessions in one query: only the keys with a checkpoint in the namespace come back.
+    let id2 = unique("cp");
+    create(s, &id2, None, vec![]).await;
+    s.put_checkpoint(checkpoint(&id2, "weft.abort", "run-b", 1, json!({}))).await.unwrap();
+    s.put_checkpoint(checkpoint(&id, "weft.abort", "run-a", 1, json!({}))).await.unwrap();
+    let key = |s: &str, k: &str| (s.to_string(), k.to_string());
+    let mut keys = vec![
+        key(&id, "run-a"),
+        key(&id, "run-b"),
+        key(&id2, "run-b"),
+        key(&id2, "k1"),
+        key("no-such-session", "run-a"),
+    ];
+    // More keys than one SQLite statement binds at once.
+    keys.extend((0..300).map(|i| key(&id, &format!("run-{i}"))));
+    keys.push(key(&id2, "run-b"));
+    let mut found = other.find_checkpoints("weft.abort", &keys).await.unwrap();
+    found.sort();
+    found.dedup();
+    let mut expected = vec![key(&id, "run-a"), key(&id2, "run-b")];
+    expected.sort();
+    assert_eq!(found, expected);
+    assert!(s.find_checkpoints("", &[key(&id, "run-a")]).await.unwrap().is_empty());
+    assert_eq!(s.find_checkpoints("", &[key(&id, "k1")]).await.unwrap(), vec![key(&id, "k1")]);
+    assert!(s.find_checkpoints("weft.abort", &[]).await.unwrap().is_empty());
 }
 
 /// Listing and deleting see only the owner's sessions; `Any` sees all, newest first.

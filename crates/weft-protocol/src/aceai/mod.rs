@@ -346,14 +346,7 @@ impl Encoder for AceaiEncoder {
             }
             AgentEvent::StateSnapshot { .. }
             | AgentEvent::StateUpdate { .. }
-            | AgentEvent::TotExpand { .. }
-            | AgentEvent::TotEvaluate { .. }
-            | AgentEvent::TotBacktrack { .. }
-            | AgentEvent::GotPlan { .. }
-            | AgentEvent::GotNodeStart { .. }
-            | AgentEvent::GotNodeComplete { .. }
-            | AgentEvent::GotNodeFailed { .. }
-            | AgentEvent::GotExpand { .. }
+            | AgentEvent::Progress(_)
             | AgentEvent::Custom { .. } => {
                 let mut f = self.frame(CUSTOM);
                 f.annotations.event = Some(event);

@@ -325,7 +325,7 @@ fn extras_become_custom_and_checkpoints_nodes_and_messages_are_not_sent() {
     assert_eq!(custom.len(), 4);
     assert_eq!(
         custom[0]["annotations"]["event"],
-        json!({"type": "tot_expand", "candidates": ["a", "b"]})
+        json!({"type": "progress", "kind": "tot_expand", "candidates": ["a", "b"]})
     );
     assert_eq!(custom[2]["annotations"]["event"]["type"], "state_update");
     assert_eq!(

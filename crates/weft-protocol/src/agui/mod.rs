@@ -215,15 +215,7 @@ impl Encoder for AgUiEncoder {
                 push(out, &Ev::StateSnapshot { snapshot: state });
             }
             AgentEvent::Custom { value } => push(out, &Ev::Custom { name: "custom", value }),
-            AgentEvent::Checkpoint { .. }
-            | AgentEvent::TotExpand { .. }
-            | AgentEvent::TotEvaluate { .. }
-            | AgentEvent::TotBacktrack { .. }
-            | AgentEvent::GotPlan { .. }
-            | AgentEvent::GotNodeStart { .. }
-            | AgentEvent::GotNodeComplete { .. }
-            | AgentEvent::GotNodeFailed { .. }
-            | AgentEvent::GotExpand { .. } => {
+            AgentEvent::Checkpoint { .. } | AgentEvent::Progress(_) => {
                 let value = event_fields(event);
                 push(out, &Ev::Custom { name: event.kind(), value: &value });
             }

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use serde_json::{Value, json};
-use weft_core::{AgentEvent, SessionStatus, StopReason};
+use weft_core::{AgentEvent, ModeProgress, SessionStatus, StopReason};
 
 use super::AgUiEncoder;
 use super::fixtures::{Block, Script, lines, of_type, real_weather_run, texts, weather};
@@ -553,8 +553,13 @@ fn state_and_progress_events_become_snapshots_and_custom_events() {
     let events = Script::new("s1", "r1", 0)
         .event(AgentEvent::StateSnapshot { state: json!({"n": 1}) })
         .event(AgentEvent::StateUpdate { name: "plan".into(), state: json!({"n": 2}) })
-        .event(AgentEvent::TotExpand { candidates: vec!["a".into(), "b".into()] })
-        .event(AgentEvent::GotNodeFailed { id: "g1".into(), error: "boom".into() })
+        .event(AgentEvent::Progress(ModeProgress::TotExpand {
+            candidates: vec!["a".into(), "b".into()],
+        }))
+        .event(AgentEvent::Progress(ModeProgress::GotNodeFailed {
+            id: "g1".into(),
+            error: "boom".into(),
+        }))
         .event(AgentEvent::Custom { value: json!({"kind": "ping"}) })
         .end(SessionStatus::Completed);
     let frames = encode(&events);

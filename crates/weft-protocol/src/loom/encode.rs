@@ -8,7 +8,7 @@ use std::hash::Hasher;
 
 use fnv::FnvHasher;
 use serde::Serialize;
-use weft_core::{AgentEvent, Message, Role, ToolCall};
+use weft_core::{AgentEvent, Message, ModeProgress, Role, ToolCall};
 
 use super::export::{Fields, export_key, json};
 use crate::framing::itoa;
@@ -50,8 +50,12 @@ pub struct LoomEncoder {
     tool_names: HashMap<String, String>,
     /// Results sent as `tool_end` from a local execution, not yet handed to the model.
     executed: Vec<Executed>,
-    /// The node run of each assistant message of the current run, in order.
-    assistant_nodes: Vec<Option<String>>,
+    /// Each assistant message of the current run with its node run, in order (scratch calls
+    /// of a reasoning mode included: they are not among the run's messages).
+    assistant_nodes: Vec<(Arc<Message>, Option<String>)>,
+    /// The node run of the event being encoded, as its record says ([`Encoder::set_node`]);
+    /// `None` until a caller gives records' nodes: then the innermost open node run.
+    record_node: Option<Option<Arc<str>>>,
 }
 
 #[derive(Debug)]
@@ -116,11 +120,30 @@ impl LoomEncoder {
         Self { export: true, ..Self::default() }
     }
 
+    /// The open node run the current event belongs to: the one its record names when the
+    /// caller gives records' nodes, else the innermost.
+    fn current_index(&self) -> Option<usize> {
+        match &self.record_node {
+            Some(Some(id)) => self.nodes.iter().rposition(|n| *n.node_id == **id),
+            Some(None) => None,
+            None => self.nodes.len().checked_sub(1),
+        }
+    }
+
+    /// The `node_id` of the current event's node run (even one whose `node_enter` this encoder
+    /// did not see).
+    fn current_id(&self) -> Option<&str> {
+        match &self.record_node {
+            Some(id) => id.as_deref(),
+            None => self.nodes.last().map(|n| n.node_id.as_str()),
+        }
+    }
+
     /// Appends one frame of type `kind`.
     fn frame(&mut self, kind: &str, payload: Fields, node: Node<'_>, out: &mut Vec<Frame>) {
         self.event_id += 1;
         let node_id = match node {
-            Node::Current => self.nodes.last().map(|n| n.node_id.as_str()),
+            Node::Current => self.current_id(),
             Node::Id(id) => id,
         };
         let envelope = Fields::new()
@@ -138,7 +161,7 @@ impl LoomEncoder {
 
     /// The innermost open node run's name (the payload `id` of content frames).
     fn node_name(&self) -> Option<&str> {
-        self.nodes.last().map(|n| n.name.as_str())
+        self.current_index().map(|i| self.nodes[i].name.as_str())
     }
 
     /// Sends the buffered `run_start`, with the user's message when there is one.
@@ -225,10 +248,9 @@ impl LoomEncoder {
             write_str(session_id, out);
             out.push(b',');
         }
-        let node = self.nodes.last();
-        if let Some(node) = node {
+        if let Some(node_id) = self.current_id() {
             out.extend_from_slice(b"\"node_id\":");
-            write_str(&node.node_id, out);
+            write_str(node_id, out);
             out.push(b',');
         }
         out.extend_from_slice(b"\"event_id\":");
@@ -239,9 +261,9 @@ impl LoomEncoder {
             b",\"type\":\"message_chunk\",\"content\":"
         });
         write_str(delta, out);
-        if let Some(node) = node {
+        if let Some(name) = self.node_name() {
             out.extend_from_slice(b",\"id\":");
-            write_str(&node.name, out);
+            write_str(name, out);
         }
         out.extend_from_slice(b",\"block\":");
         out.extend_from_slice(itoa(number, &mut digits));
@@ -311,8 +333,8 @@ impl LoomEncoder {
                 .put("is_error", &r.is_error);
             self.frame("tool_end", payload, Node::Current, out);
         }
-        match self.nodes.last_mut() {
-            Some(node) => node.delivered.push(r.tool_call_id.clone()),
+        match self.current_index() {
+            Some(i) => self.nodes[i].delivered.push(r.tool_call_id.clone()),
             None => {
                 let value = Fields::new()
                     .put("kind", "tool_results")
@@ -325,23 +347,27 @@ impl LoomEncoder {
 
     fn session_end(&mut self, status: &str, messages: &[Arc<Message>], out: &mut Vec<Frame>) {
         // The run's final answer: its last assistant message that has text.
-        let mut reply: Option<(usize, String)> = None;
-        let mut k = 0;
+        let mut reply: Option<(&Arc<Message>, String)> = None;
         for message in messages {
             if let Message::Assistant(m) = &**message {
                 let text = m.text();
                 if !text.is_empty() {
-                    reply = Some((k, text));
+                    reply = Some((message, text));
                 }
-                k += 1;
             }
         }
+        let last_node = || self.assistant_nodes.last().and_then(|(_, n)| n.clone());
         let (text, node_id) = match reply {
-            Some((k, text)) => {
-                let node = self.assistant_nodes.get(k).or(self.assistant_nodes.last());
-                (text, node.cloned().flatten())
+            Some((message, text)) => {
+                let node = self
+                    .assistant_nodes
+                    .iter()
+                    .rev()
+                    .find(|(m, _)| Arc::ptr_eq(m, message) || m == message)
+                    .map(|(_, n)| n.clone());
+                (text, node.unwrap_or_else(last_node))
             }
-            None => (String::new(), self.assistant_nodes.last().cloned().flatten()),
+            None => (String::new(), last_node()),
         };
         self.event_id += 1;
         let data = Fields::new()
@@ -379,6 +405,14 @@ fn kind_value(kind: &str, key: &str, value: &(impl Serialize + ?Sized)) -> Strin
 }
 
 impl Encoder for LoomEncoder {
+    fn set_node(&mut self, node: Option<&Arc<str>>) {
+        match &mut self.record_node {
+            // The same node run as the last event's (deltas): nothing to change.
+            Some(Some(current)) if node.is_some_and(|n| Arc::ptr_eq(n, current)) => {}
+            slot => *slot = Some(node.cloned()),
+        }
+    }
+
     /// Text and thinking deltas (one per token) are written in place; other events go through
     /// their frames.
     fn encode_to(&mut self, seq: u64, event: &AgentEvent, framing: Framing, out: &mut Vec<u8>) {
@@ -439,7 +473,7 @@ impl Encoder for LoomEncoder {
             AgentEvent::StepStart { .. }
             | AgentEvent::StepEnd { .. }
             | AgentEvent::MessageStart { .. } => {}
-            AgentEvent::MessageEnd { message } => match &**message {
+            AgentEvent::MessageEnd { message: shared } => match &**shared {
                 Message::User(_) => {}
                 Message::Assistant(m) => {
                     let u = &m.usage;
@@ -450,7 +484,8 @@ impl Encoder for LoomEncoder {
                         .put("completion_tokens", &completion)
                         .put("total_tokens", &prompt.saturating_add(completion));
                     self.simple("usage", payload, out);
-                    self.assistant_nodes.push(self.nodes.last().map(|n| n.node_id.clone()));
+                    let node = self.current_id().map(str::to_string);
+                    self.assistant_nodes.push((Arc::clone(shared), node));
                 }
                 Message::ToolResult(r) => self.tool_result(r, out),
             },
@@ -540,43 +575,15 @@ impl Encoder for LoomEncoder {
                     .put("checkpoint_ns", checkpoint_ns);
                 self.simple("checkpoint", payload, out);
             }
-            AgentEvent::TotExpand { candidates } => {
-                self.simple("tot_expand", Fields::new().put("candidates", candidates), out);
-            }
-            AgentEvent::TotEvaluate { chosen, scores } => {
-                let payload = Fields::new().put("chosen", chosen).put("scores", scores);
-                self.simple("tot_evaluate", payload, out);
-            }
-            AgentEvent::TotBacktrack { reason, to_depth } => {
-                let payload = Fields::new().put("reason", reason).put("to_depth", to_depth);
-                self.simple("tot_backtrack", payload, out);
-            }
-            AgentEvent::GotPlan { node_count, edge_count, node_ids } => {
-                let payload = Fields::new()
-                    .put("node_count", node_count)
-                    .put("edge_count", edge_count)
-                    .put("node_ids", node_ids);
-                self.simple("got_plan", payload, out);
-            }
-            AgentEvent::GotNodeStart { id } => {
-                self.simple("got_node_start", Fields::new().put("id", id), out);
-            }
-            AgentEvent::GotNodeComplete { id, result_summary } => {
-                let payload = Fields::new().put("id", id).put("result_summary", result_summary);
-                self.simple("got_node_complete", payload, out);
-            }
-            AgentEvent::GotNodeFailed { id, error } => {
-                let payload = Fields::new().put("id", id).put("error", error);
-                self.simple("got_node_failed", payload, out);
-            }
-            AgentEvent::GotExpand { node_id, nodes_added, edges_added } => {
-                // Its payload has a `node_id` (the expanded graph node), which would collide with
-                // the envelope's: the frame goes without the envelope `node_id`.
-                let payload = Fields::new()
-                    .put("node_id", node_id)
-                    .put("nodes_added", nodes_added)
-                    .put("edges_added", edges_added);
-                self.frame("got_expand", payload, Node::Id(None), out);
+            AgentEvent::Progress(progress) => {
+                let payload = Fields::members(progress.fields());
+                // `got_expand`'s payload has a `node_id` (the expanded graph node), which would
+                // collide with the envelope's: that frame goes without the envelope `node_id`.
+                let node = match progress {
+                    ModeProgress::GotExpand { .. } => Node::Id(None),
+                    _ => Node::Current,
+                };
+                self.frame(progress.kind(), payload, node, out);
             }
             AgentEvent::Custom { value } => {
                 self.simple("custom", Fields::new().put("value", value), out);

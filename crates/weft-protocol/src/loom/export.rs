@@ -62,6 +62,11 @@ impl Fields {
         Self(String::new())
     }
 
+    /// The members in `members`, already JSON text (`"a":1,"b":2`).
+    pub(super) fn members(members: String) -> Self {
+        Self(members)
+    }
+
     /// Adds `key: value`.
     pub(super) fn put<T: serde::Serialize + ?Sized>(self, key: &str, value: &T) -> Self {
         self.raw(key, &json(value))

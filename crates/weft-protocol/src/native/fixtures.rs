@@ -2,9 +2,9 @@
 use serde_json::json;
 use std::sync::Arc;
 use weft_core::{
-    AgentEvent, AgentStep, AssistantContent, AssistantMessage, Cost, Message, Role, SessionStatus,
-    StepAnnotations, StopReason, TextContent, ThinkingContent, ToolCall, ToolExecutionResult,
-    ToolResultMessage, Usage, UserMessage,
+    AgentEvent, AgentStep, AssistantContent, AssistantMessage, Cost, Message, ModeProgress, Role,
+    SessionStatus, StepAnnotations, StopReason, TextContent, ThinkingContent, ToolCall,
+    ToolExecutionResult, ToolResultMessage, Usage, UserMessage,
 };
 
 /// The fixed clock of the fixtures.
@@ -341,8 +341,14 @@ pub(crate) fn provider_error() -> Vec<AgentEvent> {
 pub(crate) fn tot_with_extras() -> Vec<AgentEvent> {
     let mut ev = Vec::new();
     start(&mut ev, Some("plan"));
-    ev.push(AgentEvent::TotExpand { candidates: vec!["a".into(), "b".into()] });
-    ev.push(AgentEvent::TotEvaluate { chosen: 1, scores: vec![0.2, 0.9] });
+    ev.push(AgentEvent::Progress(ModeProgress::TotExpand {
+        candidates: vec!["a".into(), "b".into()],
+    }));
+    ev.push(AgentEvent::Progress(ModeProgress::TotEvaluate {
+        chosen: 1,
+        scores: vec![0.2, 0.9],
+        rule_based: false,
+    }));
     ev.push(AgentEvent::StateUpdate { name: "think".into(), state: json!({"depth": 1}) });
     ev.push(AgentEvent::Checkpoint {
         checkpoint_id: "k1".into(),
@@ -446,14 +452,29 @@ pub(crate) fn one_of_each() -> Vec<AgentEvent> {
             timestamp: 0,
             state: json!({}),
         },
-        AgentEvent::TotExpand { candidates: vec![] },
-        AgentEvent::TotEvaluate { chosen: 0, scores: vec![] },
-        AgentEvent::TotBacktrack { reason: "r".into(), to_depth: 0 },
-        AgentEvent::GotPlan { node_count: 0, edge_count: 0, node_ids: vec![] },
-        AgentEvent::GotNodeStart { id: "g".into() },
-        AgentEvent::GotNodeComplete { id: "g".into(), result_summary: "ok".into() },
-        AgentEvent::GotNodeFailed { id: "g".into(), error: "e".into() },
-        AgentEvent::GotExpand { node_id: "g".into(), nodes_added: 0, edges_added: 0 },
+        AgentEvent::Progress(ModeProgress::TotExpand { candidates: vec![] }),
+        AgentEvent::Progress(ModeProgress::TotEvaluate {
+            chosen: 0,
+            scores: vec![],
+            rule_based: false,
+        }),
+        AgentEvent::Progress(ModeProgress::TotBacktrack { reason: "r".into(), to_depth: 0 }),
+        AgentEvent::Progress(ModeProgress::GotPlan {
+            node_count: 0,
+            edge_count: 0,
+            node_ids: vec![],
+        }),
+        AgentEvent::Progress(ModeProgress::GotNodeStart { id: "g".into() }),
+        AgentEvent::Progress(ModeProgress::GotNodeComplete {
+            id: "g".into(),
+            result_summary: "ok".into(),
+        }),
+        AgentEvent::Progress(ModeProgress::GotNodeFailed { id: "g".into(), error: "e".into() }),
+        AgentEvent::Progress(ModeProgress::GotExpand {
+            node_id: "g".into(),
+            nodes_added: 0,
+            edges_added: 0,
+        }),
         AgentEvent::Custom { value: json!(1) },
         AgentEvent::Error { error: "e".into(), message: None },
     ]

@@ -214,14 +214,7 @@ impl Encoder for VercelEncoder {
                 push_data(out, "data-checkpoint", None, &event_fields(event), true);
             }
             AgentEvent::Custom { value } => push_data(out, "data-custom", None, value, false),
-            AgentEvent::TotExpand { .. }
-            | AgentEvent::TotEvaluate { .. }
-            | AgentEvent::TotBacktrack { .. }
-            | AgentEvent::GotPlan { .. }
-            | AgentEvent::GotNodeStart { .. }
-            | AgentEvent::GotNodeComplete { .. }
-            | AgentEvent::GotNodeFailed { .. }
-            | AgentEvent::GotExpand { .. } => {
+            AgentEvent::Progress(_) => {
                 let kind = format!("data-{}", event.kind());
                 push_data(out, &kind, None, &event_fields(event), false);
             }

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use serde_json::{Value, json};
-use weft_core::{AgentEvent, SessionStatus, StopReason};
+use weft_core::{AgentEvent, ModeProgress, SessionStatus, StopReason};
 
 use super::{DONE, HEADER, VercelEncoder};
 use crate::agui::fixtures::{Block, Script, lines, of_type, real_weather_run, texts, weather};
@@ -503,7 +503,11 @@ fn state_and_progress_events_become_data_parts() {
         .user("plan")
         .event(AgentEvent::StateSnapshot { state: json!({"n": 1}) })
         .event(AgentEvent::StateUpdate { name: "plan".into(), state: json!({"n": 2}) })
-        .event(AgentEvent::TotEvaluate { chosen: 1, scores: vec![0.5, 0.75] })
+        .event(AgentEvent::Progress(ModeProgress::TotEvaluate {
+            chosen: 1,
+            scores: vec![0.5, 0.75],
+            rule_based: false,
+        }))
         .event(AgentEvent::Checkpoint {
             checkpoint_id: "k1".into(),
             thread_id: "s1".into(),

@@ -354,3 +354,58 @@ fn content_outside_node_runs() {
         assert_eq!(decode(&frames).unwrap(), Transcript::from_events(&events));
     }
 }
+
+/// Graph nodes run at once: each event goes with the node run its record names, so chunks of two
+/// open node runs keep their own `node_id` and name, whichever was entered last; the same deltas
+/// written in place (`encode_to`) say the same.
+#[test]
+fn concurrent_node_runs_keep_their_own_chunks() {
+    let a: Arc<str> = Arc::from("got-a-1");
+    let b: Arc<str> = Arc::from("got-b-1");
+    let start = AgentEvent::SessionStart {
+        session_id: "s1".into(),
+        run_id: "r1".into(),
+        agent: "got".into(),
+    };
+    let enter =
+        |id: &Arc<str>| AgentEvent::NodeEnter { name: "got_node".into(), node_id: id.to_string() };
+    let text = |index, delta: &str| AgentEvent::TextDelta { index, delta: delta.into() };
+    let events: Vec<(Option<Arc<str>>, AgentEvent)> = vec![
+        (None, start),
+        (Some(a.clone()), enter(&a)),
+        (Some(b.clone()), enter(&b)),
+        (Some(a.clone()), AgentEvent::TextStart { index: 0 }),
+        (Some(a.clone()), text(0, "from a")),
+        (Some(b.clone()), AgentEvent::TextStart { index: 0 }),
+        (Some(b.clone()), text(0, "from b")),
+        (Some(a.clone()), text(0, " again")),
+    ];
+    let mut frames = Vec::new();
+    let mut encoder = LoomEncoder::new();
+    let mut bytes = Vec::new();
+    let mut in_place = LoomEncoder::new();
+    for (seq, (node, event)) in events.iter().enumerate() {
+        encoder.set_node(node.as_ref());
+        crate::encode(&mut encoder, seq as u64 + 1, event, &mut frames);
+        in_place.set_node(node.as_ref());
+        in_place.encode_to(seq as u64 + 1, event, crate::Framing::Ndjson, &mut bytes);
+    }
+    let chunks: Vec<(String, String)> = frames
+        .iter()
+        .map(|f| serde_json::from_str::<Value>(&f.data).unwrap())
+        .filter(|v| v["type"] == "message_chunk")
+        .map(|v| {
+            (v["node_id"].as_str().unwrap().to_string(), v["content"].as_str().unwrap().to_string())
+        })
+        .collect();
+    assert_eq!(
+        chunks,
+        [
+            ("got-a-1".to_string(), "from a".to_string()),
+            ("got-b-1".to_string(), "from b".to_string()),
+            ("got-a-1".to_string(), " again".to_string()),
+        ]
+    );
+    let written: String = frames.iter().map(|f| format!("{}\n", f.data)).collect();
+    assert_eq!(String::from_utf8(bytes).unwrap(), written);
+}

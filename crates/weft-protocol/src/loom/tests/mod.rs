@@ -3,9 +3,9 @@
 use serde_json::{Value, json};
 use std::sync::Arc;
 use weft_core::{
-    AgentEvent, AgentStep, AssistantContent, AssistantMessage, Message, Role, SessionStatus,
-    StepAnnotations, StopReason, TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage,
-    UserMessage,
+    AgentEvent, AgentStep, AssistantContent, AssistantMessage, Message, ModeProgress, Role,
+    SessionStatus, StepAnnotations, StopReason, TextContent, ThinkingContent, ToolCall,
+    ToolResultMessage, Usage, UserMessage,
 };
 
 use super::export::type_of_key;
@@ -458,18 +458,37 @@ fn graph_events() -> Vec<AgentEvent> {
     s.start("r1", Some("plan"));
     s.push(AgentEvent::NodeEnter { name: "plan_graph".into(), node_id: "plan-0".into() });
     s.push(AgentEvent::StateSnapshot { state: json!({"n": 1}) });
-    s.push(AgentEvent::GotPlan {
+    s.push(AgentEvent::Progress(ModeProgress::GotPlan {
         node_count: 2,
         edge_count: 1,
         node_ids: vec!["g1".into(), "g2".into()],
-    });
-    s.push(AgentEvent::GotNodeStart { id: "g1".into() });
-    s.push(AgentEvent::GotNodeComplete { id: "g1".into(), result_summary: "done".into() });
-    s.push(AgentEvent::GotNodeFailed { id: "g2".into(), error: "no".into() });
-    s.push(AgentEvent::GotExpand { node_id: "g2".into(), nodes_added: 3, edges_added: 2 });
-    s.push(AgentEvent::TotExpand { candidates: vec!["a".into(), "b".into()] });
-    s.push(AgentEvent::TotEvaluate { chosen: 1, scores: vec![0.25, 0.75] });
-    s.push(AgentEvent::TotBacktrack { reason: "dead end".into(), to_depth: 0 });
+    }));
+    s.push(AgentEvent::Progress(ModeProgress::GotNodeStart { id: "g1".into() }));
+    s.push(AgentEvent::Progress(ModeProgress::GotNodeComplete {
+        id: "g1".into(),
+        result_summary: "done".into(),
+    }));
+    s.push(AgentEvent::Progress(ModeProgress::GotNodeFailed {
+        id: "g2".into(),
+        error: "no".into(),
+    }));
+    s.push(AgentEvent::Progress(ModeProgress::GotExpand {
+        node_id: "g2".into(),
+        nodes_added: 3,
+        edges_added: 2,
+    }));
+    s.push(AgentEvent::Progress(ModeProgress::TotExpand {
+        candidates: vec!["a".into(), "b".into()],
+    }));
+    s.push(AgentEvent::Progress(ModeProgress::TotEvaluate {
+        chosen: 1,
+        scores: vec![0.25, 0.75],
+        rule_based: false,
+    }));
+    s.push(AgentEvent::Progress(ModeProgress::TotBacktrack {
+        reason: "dead end".into(),
+        to_depth: 0,
+    }));
     s.push(AgentEvent::StateUpdate { name: "plan_graph".into(), state: json!({"n": 2}) });
     s.push(AgentEvent::Checkpoint {
         checkpoint_id: "ck1".into(),

@@ -1,0 +1,265 @@
+//! The built-in tools' guards, each through the tool the model would call: a refused call is
+//! an error result (`ToolError::Denied` or a parse error), never an effect.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use weft_agent::{CancellationToken, Tool, ToolContext, ToolError, ToolEvent, ToolOutput};
+use weft_tools::BuiltinsConfig;
+
+fn tools(config: BuiltinsConfig) -> Vec<Arc<dyn Tool>> {
+    weft_tools::builtin::tools(&config).unwrap()
+}
+
+fn named(tools: &[Arc<dyn Tool>], name: &str) -> Arc<dyn Tool> {
+    tools.iter().find(|t| t.spec().name == name).cloned().unwrap()
+}
+
+async fn call_with(
+    tool: &Arc<dyn Tool>,
+    args: Value,
+    cancel: CancellationToken,
+) -> (Vec<String>, Result<ToolOutput, ToolError>) {
+    let mut stream = tool.execute(args, ToolContext::new("c", cancel));
+    let mut deltas = Vec::new();
+    while let Some(event) = stream.next().await {
+        match event {
+            ToolEvent::Delta(d) => deltas.push(d),
+            ToolEvent::Complete(out) => return (deltas, Ok(out)),
+            ToolEvent::Error(e) => return (deltas, Err(e)),
+        }
+    }
+    panic!("no result");
+}
+
+async fn call(tool: &Arc<dyn Tool>, args: Value) -> Result<String, ToolError> {
+    call_with(tool, args, CancellationToken::new()).await.1.map(|o| o.text_output())
+}
+
+fn denied(result: Result<String, ToolError>, what: &str) {
+    assert!(matches!(result, Err(ToolError::Denied(_))), "{what}: {result:?}");
+}
+
+fn file_tools(root: &std::path::Path) -> Vec<Arc<dyn Tool>> {
+    tools(BuiltinsConfig {
+        tools: vec!["read_file".into(), "list_dir".into(), "write_file".into()],
+        root: Some(root.to_path_buf()),
+        ..Default::default()
+    })
+}
+
+#[tokio::test]
+async fn file_tools_stay_inside_their_root() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "secret").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::write(root.join("sub/note.txt"), "hello").unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("escape")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), root.join("link.txt")).unwrap();
+    let fifo = root.join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let tools = file_tools(&root);
+    let (read, list, write) =
+        (named(&tools, "read_file"), named(&tools, "list_dir"), named(&tools, "write_file"));
+
+    assert_eq!(call(&read, json!({"path": "sub/note.txt"})).await.unwrap(), "hello");
+    assert_eq!(call(&list, json!({})).await.unwrap(), "escape\nfifo\nlink.txt\nsub/");
+    assert_eq!(
+        call(&write, json!({"path": "sub/new.txt", "content": "hi"})).await.unwrap(),
+        "wrote 2 bytes to sub/new.txt"
+    );
+    assert_eq!(std::fs::read_to_string(root.join("sub/new.txt")).unwrap(), "hi");
+
+    denied(call(&read, json!({"path": "../root/sub/note.txt"})).await, "..");
+    denied(call(&read, json!({"path": "sub/../../secret.txt"})).await, "nested ..");
+    denied(
+        call(&read, json!({"path": outside.path().join("secret.txt")})).await,
+        "absolute outside",
+    );
+    denied(call(&read, json!({"path": "/etc/passwd"})).await, "absolute elsewhere");
+    denied(call(&read, json!({"path": "escape/secret.txt"})).await, "symlinked directory");
+    denied(call(&read, json!({"path": "link.txt"})).await, "symlinked file");
+    denied(call(&list, json!({"path": "escape"})).await, "list through a symlink");
+    denied(call(&read, json!({"path": "fifo"})).await, "a FIFO");
+    denied(
+        call(&write, json!({"path": "link.txt", "content": "x"})).await,
+        "write through a symlink",
+    );
+    denied(
+        call(&write, json!({"path": "escape/evil.txt", "content": "x"})).await,
+        "write into a symlinked dir",
+    );
+    denied(call(&write, json!({"path": "../evil.txt", "content": "x"})).await, "write with ..");
+    assert_eq!(std::fs::read_to_string(outside.path().join("secret.txt")).unwrap(), "secret");
+    assert!(!outside.path().join("evil.txt").exists() && !dir.path().join("evil.txt").exists());
+}
+
+fn fetcher(allow_loopback: bool) -> Arc<dyn Tool> {
+    named(
+        &tools(BuiltinsConfig {
+            tools: vec!["fetch_url".into()],
+            fetch_allow_loopback: allow_loopback,
+            fetch_max_bytes: Some(2000),
+            ..Default::default()
+        }),
+        "fetch_url",
+    )
+}
+
+/// A one-route HTTP server on 127.0.0.1: `/page` is HTML, `/big` is long, `/redirect` points
+/// at a private address, `/hop` redirects to `/page`.
+async fn web() -> String {
+    use axum::response::{Html, Redirect};
+    use axum::routing::get;
+    let router = axum::Router::new()
+        .route("/page", get(|| async { Html("<html><head><title>T</title><script>var x=1;</script></head><body><h1>Weft</h1><p>Hello <b>world</b></p></body></html>") }))
+        .route("/big", get(|| async { "x".repeat(10_000) }))
+        .route("/redirect", get(|| async { Redirect::temporary("http://10.0.0.1/internal") }))
+        .route("/hop", get(|| async { Redirect::temporary("/page") }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    format!("http://{addr}")
+}
+
+#[tokio::test]
+async fn fetch_url_refuses_this_machine_and_private_networks() {
+    let base = web().await;
+    let strict = fetcher(false);
+    for url in [
+        "file:///etc/passwd".to_string(),
+        format!("{base}/page"),
+        "http://[::1]/".into(),
+        "http://169.254.169.254/latest/meta-data/".into(),
+        "http://2130706433/".into(),
+        "http://0x7f000001/".into(),
+        "http://0177.0.0.1/".into(),
+        "http://[::ffff:127.0.0.1]/".into(),
+        "http://10.0.0.1/".into(),
+        "http://localhost/".into(),
+        "http://0.0.0.0/".into(),
+    ] {
+        denied(call(&strict, json!({"url": url})).await, &url);
+    }
+    // Loopback allowed (the tests' switch): the page is fetched and its HTML turned into text.
+    let local = fetcher(true);
+    let page = call(&local, json!({"url": format!("{base}/page")})).await.unwrap();
+    assert!(page.contains("Weft") && page.contains("Hello") && page.contains("world"), "{page}");
+    assert!(!page.contains("<b>") && !page.contains("var x"), "{page}");
+    assert!(call(&local, json!({"url": format!("{base}/hop")})).await.unwrap().contains("Hello"));
+    // ... but a redirect to a private address is checked like the first URL.
+    denied(call(&local, json!({"url": format!("{base}/redirect")})).await, "redirect to 10.0.0.1");
+    denied(
+        call(&local, json!({"url": "http://169.254.169.254/"})).await,
+        "metadata with loopback allowed",
+    );
+    let big = call(&local, json!({"url": format!("{base}/big")})).await.unwrap();
+    assert!(
+        big.starts_with(&"x".repeat(2000)) && big.ends_with("[body truncated at 2000 bytes]"),
+        "{}",
+        big.len()
+    );
+}
+
+fn shell(dir: &std::path::Path) -> Arc<dyn Tool> {
+    named(
+        &tools(BuiltinsConfig {
+            tools: vec!["shell".into()],
+            shell_cwd: Some(dir.into()),
+            ..Default::default()
+        }),
+        "shell",
+    )
+}
+
+#[tokio::test]
+async fn shell_needs_approval_streams_and_dies_with_its_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let sh = shell(dir.path());
+    assert!(sh.spec().requires_approval, "shell must need approval by default");
+    let (deltas, out) =
+        call_with(&sh, json!({"command": "echo one; echo two >&2; pwd"}), CancellationToken::new())
+            .await;
+    let out = out.unwrap().text_output();
+    assert!(
+        out.contains("one")
+            && out.contains("two")
+            && out.contains(dir.path().file_name().unwrap().to_str().unwrap()),
+        "{out}"
+    );
+    assert_eq!(deltas.concat(), out);
+    let failed = call(&sh, json!({"command": "echo bad; exit 3"})).await;
+    assert!(
+        matches!(&failed, Err(ToolError::Failed(m)) if m.contains("bad") && m.contains("exit status 3")),
+        "{failed:?}"
+    );
+
+    // A background child of the command dies with it when the call is cancelled.
+    let pidfile = dir.path().join("pid");
+    let cancel = CancellationToken::new();
+    let command = format!("sleep 60 & echo $! > {}; echo started; wait", pidfile.display());
+    let task = tokio::spawn({
+        let sh = Arc::clone(&sh);
+        let cancel = cancel.clone();
+        async move { call_with(&sh, json!({"command": command}), cancel).await }
+    });
+    for _ in 0..100 {
+        if std::fs::read_to_string(&pidfile).is_ok_and(|p| !p.trim().is_empty()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    cancel.cancel();
+    let (_, out) = task.await.unwrap();
+    assert!(matches!(out, Err(ToolError::Cancelled(_))), "{out:?}");
+    let mut gone = false;
+    for _ in 0..100 {
+        // kill -0: does the process still exist (a zombie is reaped by init, so it goes)?
+        let alive = std::process::Command::new("kill")
+            .args(["-0", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success();
+        let zombie =
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "));
+        if !alive || zombie {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(gone, "the background sleep {pid} outlived the cancelled call");
+}
+
+#[tokio::test]
+async fn the_calculator_parses_and_never_runs_code() {
+    let calc = named(
+        &tools(BuiltinsConfig { tools: vec!["calculator".into()], ..Default::default() }),
+        "calculator",
+    );
+    assert_eq!(call(&calc, json!({"expression": "(1 + 2) * -3 ^ 2 % 5"})).await.unwrap(), "-2");
+    assert_eq!(
+        call(&calc, json!({"expression": "sqrt(2) * sqrt(2)"})).await.unwrap(),
+        "2.0000000000000004"
+    );
+    for code in [
+        "__import__('os').system('touch /tmp/pwned')",
+        "1; rm -rf /",
+        "eval('1+1')",
+        "a = 1",
+        "[1, 2]",
+    ] {
+        let result = call(&calc, json!({"expression": code})).await;
+        assert!(
+            matches!(&result, Err(ToolError::InvalidArguments(m)) if m.contains("cannot evaluate")),
+            "{code}: {result:?}"
+        );
+    }
+}
