@@ -50,6 +50,8 @@ const READ_PAGE: usize = 1024;
 pub(crate) const LAG_EVENTS: usize = 16 * 1024;
 /// How long a watcher of a run in another process waits on the store before looking again.
 const REMOTE_WAIT: Duration = Duration::from_secs(15);
+/// How long after a run in another process ended its closing events are still waited for.
+const CLOSING_GRACE_MS: u64 = 2_000;
 
 /// An event as a run hands it to the hub, before it is numbered.
 #[derive(Debug)]
@@ -431,20 +433,36 @@ impl Hub {
                 return RemoteTail::Wait;
             }
         }
-        let running = match store.head(&self.session_id).await {
-            Ok(Some(head)) => head.status == SessionStatus::Running,
-            Ok(None) => false,
-            Err(_) => true,
+        // A run's resting state is saved before its closing events (`session_end`) are written:
+        // a head that ended moments ago may still have them on the way.
+        let wait = match store.head(&self.session_id).await {
+            Ok(Some(head)) if head.status == SessionStatus::Running => REMOTE_WAIT,
+            Ok(Some(head)) if now_ms().saturating_sub(head.updated_at) < CLOSING_GRACE_MS => {
+                if self.ends_at(store, next - 1).await {
+                    return RemoteTail::End;
+                }
+                PERSIST_EVERY
+            }
+            Ok(_) => return RemoteTail::End,
+            Err(_) => REMOTE_WAIT,
         };
-        if !running {
-            return RemoteTail::End;
-        }
-        match store.wait_events(&self.session_id, next - 1, REMOTE_WAIT).await {
+        match store.wait_events(&self.session_id, next - 1, wait).await {
             Ok(_) => RemoteTail::Wait,
             Err(_) => {
                 tokio::time::sleep(PERSIST_EVERY).await;
                 RemoteTail::Wait
             }
+        }
+    }
+
+    /// Whether the stored event numbered `seq` closes a run.
+    async fn ends_at(&self, store: &Arc<dyn SessionStore>, seq: u64) -> bool {
+        let Some(before) = seq.checked_sub(1) else { return false };
+        match store.read_events(&self.session_id, before, 1).await {
+            Ok(records) => records.first().is_some_and(|r| {
+                r.seq == seq && matches!(r.event, AgentEvent::SessionEnd { .. })
+            }),
+            Err(_) => false,
         }
     }
 
