@@ -459,9 +459,9 @@ impl Hub {
     async fn ends_at(&self, store: &Arc<dyn SessionStore>, seq: u64) -> bool {
         let Some(before) = seq.checked_sub(1) else { return false };
         match store.read_events(&self.session_id, before, 1).await {
-            Ok(records) => records.first().is_some_and(|r| {
-                r.seq == seq && matches!(r.event, AgentEvent::SessionEnd { .. })
-            }),
+            Ok(records) => records
+                .first()
+                .is_some_and(|r| r.seq == seq && matches!(r.event, AgentEvent::SessionEnd { .. })),
             Err(_) => false,
         }
     }
