@@ -44,6 +44,13 @@ describe("AG-UI: a text run", () => {
     // STATE_SNAPSHOT: the client's state kept, the session's under `weft`.
     assert.equal(agent.state.theme, "light");
     assert.deepEqual(agent.state.weft, { sessionId: "agui-text", status: "completed" });
+    // While the run goes on, each node run's state is under `weft.state` (the client's kept),
+    // and what the node changed follows as a JSON Patch the client applied.
+    const during = events.find((e) => e.type === "STATE_SNAPSHOT" && e.snapshot.weft.status === "running");
+    assert.equal(during.snapshot.theme, "light");
+    assert.equal(during.snapshot.weft.state.turns, 1);
+    const delta = events.find((e) => e.type === "STATE_DELTA");
+    assert.ok(delta.delta.every((op) => op.op === "add" && op.path.startsWith("/weft/state/")), JSON.stringify(delta));
     const session = await weft.session("agui-text");
     assert.equal(session.status, "completed");
     assert.deepEqual(session.messages.map((m) => m.role), ["user", "assistant"]);

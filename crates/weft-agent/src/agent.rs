@@ -538,8 +538,8 @@ impl Agent {
     /// The session `id`: the one open in this process, or loaded from the store. `None` when
     /// no such session exists. A session whose run died with its process (`running` in the
     /// store, nobody holding its lease) is recovered: calls left running are answered with an
-    /// error saying the run was interrupted (replay-safe tools run again) and it rests in
-    /// `error`, taking new input; a suspended one loads suspended and resumes normally.
+    /// error saying the run was interrupted (replay-safe tools run again) and the run goes on
+    /// from its last checkpoint here; a suspended one loads suspended and resumes normally.
     pub async fn session(&self, id: &str) -> Result<Option<SessionHandle>, AgentError> {
         crate::deadline::ensure_sweeper(&self.inner);
         if let Some(handle) = self.open_handle(id) {
@@ -708,7 +708,7 @@ impl Agent {
         let cancel = CancellationToken::new();
         let input_message;
         let hub = session.hub();
-        let (machine, first, start_len, session_id, run_id, commit) = {
+        let (machine, first, start_len, session_id, run_id, commit, state_before) = {
             let mut state = session.lock();
             // `run` is set until the last run has published its end.
             if state.session.status == SessionStatus::Running || state.run.is_some() {
@@ -723,6 +723,7 @@ impl Agent {
             let input = input.into();
             let is_message = matches!(input, Input::User(_));
             let run_id = uuid::Uuid::new_v4().to_string();
+            let state_before = Machine::mode_state(&state.session);
             let first = machine.begin(
                 &mut state.session,
                 input,
@@ -741,7 +742,7 @@ impl Agent {
             set_option(&mut state.session.options, OPTION_RUN_AFTER_SEQ, hub.last_seq().into());
             state.run = Some(cancel.clone());
             let commit = session.shared.store.is_some().then(|| state.prepare_commit());
-            (machine, first, start_len, state.session.id.clone(), run_id, commit)
+            (machine, first, start_len, state.session.id.clone(), run_id, commit, state_before)
         };
         let mut lease = None;
         if let (Some(store), Some(commit)) = (&self.inner.store, commit) {
@@ -785,16 +786,32 @@ impl Agent {
                 });
             }
         }
-        let launch =
-            Launch { machine, first, input_message, start_len, run_id, cancel, lease, error: None };
+        let launch = Launch {
+            machine,
+            first,
+            input_message,
+            start_len,
+            run_id,
+            cancel,
+            lease,
+            state_before,
+        };
         Ok(self.launch(session, launch))
     }
 
     /// Starts the run task of a run whose start is recorded (and, with a store, committed), and
     /// returns its stream.
     fn launch(&self, session: &SessionHandle, launch: Launch) -> ExecuteStream {
-        let Launch { machine, first, input_message, start_len, run_id, cancel, lease, error } =
-            launch;
+        let Launch {
+            machine,
+            first,
+            input_message,
+            start_len,
+            run_id,
+            cancel,
+            lease,
+            state_before,
+        } = launch;
         let session_id = session.id();
         let hub = session.hub();
         hub.start_run();
@@ -808,7 +825,7 @@ impl Agent {
             cancel.clone(),
             start_len,
         );
-        run.set_error(error);
+        run.set_state_before(state_before);
         if let Some(lease) = &lease {
             lease.keep(cancel.clone());
             lease.watch_abort(&run_id, self.inner.config.abort_poll, cancel.clone());
@@ -834,8 +851,9 @@ impl Agent {
     }
 
     /// Takes over a run whose process died (the session is `running` in the store, and this
-    /// process holds its lease now): calls left running are answered with an error saying the
-    /// run was interrupted, replay-safe ones run again, and the session rests in `error`.
+    /// process holds its lease now): it goes on from its last checkpoint
+    /// ([`Machine::begin_recovery`]): calls left running are answered with an error saying the
+    /// run was interrupted, replay-safe ones run again, and the mode carries on.
     ///
     /// `None` (and the lease given back) when a run of this process has the session already:
     /// the handle is claimed under its lock, so one dead run is never recovered twice.
@@ -862,21 +880,21 @@ impl Agent {
                 let tools = self.inner.tools.snapshot();
                 let replay_safe =
                     |name: &str| tools.get(name).is_some_and(|t| t.tool.replay_safe());
+                let state_before = Machine::mode_state(&state.session);
                 let first = machine.begin_recovery(&mut state.session, replay_safe, now_ms());
                 let run_id = uuid::Uuid::new_v4().to_string();
                 if let Some(run) = state.session.run.as_mut() {
                     run.run_id.clone_from(&run_id);
                 }
                 state.run = Some(cancel.clone());
-                Some((machine, first, start_len, run_id))
+                Some((machine, first, start_len, run_id, state_before))
             }
         };
-        let Some((machine, first, start_len, run_id)) = claimed else {
+        let Some((machine, first, start_len, run_id, state_before)) = claimed else {
             lease.release().await;
             return None;
         };
         tracing::warn!(session_id = %session.id(), "recovering a run whose process stopped");
-        let error = Some("the run was interrupted: the process running it stopped".to_string());
         let launch = Launch {
             machine,
             first,
@@ -885,7 +903,7 @@ impl Agent {
             run_id,
             cancel,
             lease: Some(lease),
-            error,
+            state_before,
         };
         Some(self.launch(session, launch))
     }
@@ -916,8 +934,8 @@ struct Launch {
     run_id: String,
     cancel: CancellationToken,
     lease: Option<Lease>,
-    /// Why the run is not a normal one (a recovery), reported in its result.
-    error: Option<String>,
+    /// The run's state before the input (or the recovery) was applied.
+    state_before: serde_json::Value,
 }
 
 pub(crate) struct State {

@@ -13,7 +13,7 @@ use weft_core::{
 };
 use weft_llm::{CancellationToken, ModelRequest, Provider, ProviderStream, StreamEvent};
 
-use crate::agent::AgentInner;
+use crate::agent::{AgentInner, ToolGate};
 use crate::machine::NodeCall;
 use crate::modes::got::{NodeOutcome, Ready};
 use crate::run::{content_event, end_event, finish_call, run_one};
@@ -186,21 +186,43 @@ impl GraphNodeRun {
         (message, step_id)
     }
 
-    /// Runs one tool call of the node (local tools only: a graph node cannot suspend).
+    /// Runs one tool call of the node (local tools only: a graph node cannot suspend), checked
+    /// as a conversation's calls are: its arguments against the tool's schema, then the
+    /// agent's `before_tool_call` hook. A call that needs approval is refused (a graph node
+    /// cannot wait for one). A refused call has no execution events; its error result is what
+    /// the node's model sees.
     async fn run_tool(
         &self,
         call: &weft_core::ToolCall,
     ) -> (ToolResultMessage, ToolExecutionResult) {
         let started = (now_ms(), Instant::now());
-        let local = self.agent.tools.snapshot().get(&call.name).map(|local| local.tool.clone());
-        let Some(tool) = local else {
-            let error = ToolError::failed(format!(
+        let refuse = |error: ToolError| {
+            let (_, outcome) = finish_call(call, Err(error), started);
+            (outcome.result, outcome.execution)
+        };
+        let tools = self.agent.tools.snapshot();
+        let Some(local) = tools.get(&call.name) else {
+            return refuse(ToolError::failed(format!(
                 "Tool {} is not available inside a graph node",
                 call.name
-            ));
-            let (_, outcome) = finish_call(call, Err(error), started);
-            return (outcome.result, outcome.execution);
+            )));
         };
+        if let Err(problem) = local.checked.validate(&call.name, &call.arguments) {
+            return refuse(ToolError::InvalidArguments(problem));
+        }
+        if let ToolGate::Block(reason) = self.agent.hooks.before_tool_call(call).await {
+            return refuse(ToolError::failed(format!("Tool call blocked: {reason}")));
+        }
+        let spec = local.tool.spec();
+        let approval = spec.requires_approval
+            || self.agent.approval.as_ref().is_some_and(|policy| policy(spec, call));
+        if approval {
+            return refuse(ToolError::denied(format!(
+                "tool {} needs approval, which a graph node cannot wait for",
+                call.name
+            )));
+        }
+        let tool = local.tool.clone();
         self.send(AgentEvent::ToolExecutionStart {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),

@@ -48,7 +48,7 @@ pub(crate) enum Next {
     /// [`Machine::on_graph_node`], until the machine says otherwise.
     RunGraph,
     /// Run these local calls (in the model's order), then report with
-    /// [`Machine::on_tool_results`].
+    /// [`Machine::on_tool_results`] and [`Machine::proceed`].
     RunTools(Vec<ToolCall>),
     /// Stop; the run is suspended with this status (the open turn says on what).
     Suspend(SessionStatus),
@@ -132,8 +132,6 @@ pub(crate) struct Machine {
     mode: Mode,
     /// The steps this execution finished.
     steps: Vec<Arc<AgentStep>>,
-    /// A recovery: once the open turn is complete the run rests instead of calling the model.
-    recovering: bool,
 }
 
 impl Machine {
@@ -142,13 +140,7 @@ impl Machine {
     }
 
     pub(crate) fn with_mode(max_turns: u32, remote_timeout_ms: u64, mode: Mode) -> Self {
-        Self {
-            max_turns: max_turns.max(1),
-            remote_timeout_ms,
-            mode,
-            steps: Vec::new(),
-            recovering: false,
-        }
+        Self { max_turns: max_turns.max(1), remote_timeout_ms, mode, steps: Vec::new() }
     }
 
     /// The most model calls the run may make.
@@ -161,17 +153,18 @@ impl Machine {
         &self.mode
     }
 
-    /// The process that ran the session's run died. Calls it left running are answered with an
-    /// error saying so, except those `replay_safe` says may run again, which run again; once
-    /// the open turn is complete the run ends `error` instead of calling the model, so the
-    /// session takes new input with a valid conversation.
+    /// The process that ran the session's run died: the run goes on from its last checkpoint
+    /// (the state saved at its last node boundary). Calls it left running are answered with an
+    /// error saying so, except those `replay_safe` says may run again, which run again; nodes
+    /// that were running (graph nodes) run again; everything that completed stays completed.
+    /// Then the mode decides as it would have: react calls the model with the interrupted
+    /// results in the conversation, tot and got go on with their search or graph.
     pub(crate) fn begin_recovery(
         &mut self,
         session: &mut Session,
         replay_safe: impl Fn(&str) -> bool,
         now: TimestampMs,
     ) -> Progress {
-        self.recovering = true;
         if let Some(turn) = session.open_turn_mut() {
             for slot in &mut turn.calls {
                 if slot.state == CallState::Running && !replay_safe(&slot.call.name) {
@@ -187,21 +180,10 @@ impl Machine {
         if let Some(run) = session.run.as_mut() {
             run.executions = run.executions.saturating_add(1);
         }
-        if self.mode != Mode::React {
-            // Modes go on from their last checkpoint: nodes that were running run again,
-            // everything that completed stays completed.
-            if let Mode::Got(_) = self.mode {
-                update_state(session, |g: &mut GotState| g.restart_running());
-            }
-            let open = session.open_turn().is_some();
-            return if open { self.advance(session) } else { self.mode_next(session) };
+        if let Mode::Got(_) = self.mode {
+            update_state(session, |g: &mut GotState| g.restart_running());
         }
-        self.recovering = true;
-        let mut progress = self.advance(session);
-        if progress.next == Next::CallModel {
-            progress.next = Next::Finish(SessionStatus::Error);
-        }
-        progress
+        if session.open_turn().is_some() { self.advance(session) } else { self.mode_next(session) }
     }
 
     /// Ends the execution with `status`: the steps it finished are returned; a run that is over
@@ -371,8 +353,7 @@ impl Machine {
             Mode::Tot(_) => update_state(session, |t: &mut TotState| t.on_act_call()),
             Mode::Got(_) => update_state(session, |g: &mut GotState| g.model_calls += 1),
         }
-        let node =
-            if self.mode == Mode::React { None } else { Some(self.conversation_node(session)) };
+        let node = Some(self.conversation_node(session));
         let step = self.new_step(session, &message, step_id, started_at, latency_ms, node, false);
         let failure = match message.stop_reason {
             StopReason::Error => Some(SessionStatus::Error),
@@ -435,12 +416,9 @@ impl Machine {
         self.advance(session)
     }
 
-    /// Local calls finished (in any order).
-    pub(crate) fn on_tool_results(
-        &mut self,
-        session: &mut Session,
-        outcomes: Vec<ToolOutcome>,
-    ) -> Progress {
+    /// Local calls finished (in any order): their outcomes are recorded in the open turn, and
+    /// what follows is decided by [`proceed`](Self::proceed) (the act node ends in between).
+    pub(crate) fn on_tool_results(&mut self, session: &mut Session, outcomes: Vec<ToolOutcome>) {
         if let Some(turn) = session.open_turn_mut() {
             for outcome in outcomes {
                 if let Some(slot) = turn.calls.iter_mut().find(|s| {
@@ -451,6 +429,11 @@ impl Machine {
                 }
             }
         }
+    }
+
+    /// Decides what follows from the open turn's state (after
+    /// [`on_tool_results`](Self::on_tool_results)).
+    pub(crate) fn proceed(&mut self, session: &mut Session) -> Progress {
         self.advance(session)
     }
 
@@ -518,9 +501,7 @@ impl Machine {
         let failed_call = results.iter().find(|r| r.is_error).map(|r| {
             format!("tool {} failed: {}", r.tool_name, crate::modes::summary(&r.text_content(), 80))
         });
-        let next = if self.recovering {
-            Next::Finish(SessionStatus::Error)
-        } else if run.turns >= self.max_turns {
+        let next = if run.turns >= self.max_turns {
             Next::Finish(SessionStatus::MaxTurns)
         } else {
             Next::CallModel
@@ -675,14 +656,12 @@ impl Machine {
             session.cost += cost;
         }
         let mut annotations = StepAnnotations::default();
-        if self.mode != Mode::React {
-            annotations.extra.insert("mode".into(), self.mode.name().into());
-            if let Some(node) = node {
-                annotations.extra.insert("node".into(), node.into());
-            }
-            if scratch {
-                annotations.extra.insert("scratch".into(), true.into());
-            }
+        annotations.extra.insert("mode".into(), self.mode.name().into());
+        if let Some(node) = node {
+            annotations.extra.insert("node".into(), node.into());
+        }
+        if scratch {
+            annotations.extra.insert("scratch".into(), true.into());
         }
         let step = AgentStep {
             step_id,
@@ -790,9 +769,16 @@ impl Machine {
         Progress { steps, ..progress.with_events(events) }
     }
 
-    /// The mode's state, as saved (for `values` and checkpoints).
+    /// The run's state (for `values` and checkpoints): the mode's own, as saved (tot, got), or
+    /// react's, which is the conversation: its size and the calls it waits for, never the
+    /// messages themselves, so a snapshot costs the same at turn 1,000 as at turn 1 (the
+    /// messages are in the session, which is saved with the checkpoint).
     pub(crate) fn mode_state(session: &Session) -> serde_json::Value {
-        session.run.as_ref().map(|r| r.mode_state.clone()).unwrap_or_default()
+        match session.run.as_ref() {
+            Some(run) if run.mode_state.is_null() => react_state(session, run),
+            Some(run) => run.mode_state.clone(),
+            None => serde_json::Value::Null,
+        }
     }
 
     fn finish_step(
@@ -809,6 +795,32 @@ impl Machine {
             ..Progress::next(Next::Finish(status))
         }
     }
+}
+
+/// React's state: `turns` (model calls of the run), `message_count`, `step_count`, and
+/// `pending`: the open turn's calls not answered yet (`id`, `name`, `state`: `running`,
+/// `awaiting_approval` or `awaiting_result`).
+fn react_state(session: &Session, run: &RunState) -> serde_json::Value {
+    let pending: Vec<serde_json::Value> = run
+        .open_turn
+        .iter()
+        .flat_map(|turn| &turn.calls)
+        .filter_map(|slot| {
+            let state = match slot.state {
+                CallState::Running => "running",
+                CallState::AwaitingApproval => "awaiting_approval",
+                CallState::AwaitingResult { .. } => "awaiting_result",
+                CallState::Done { .. } => return None,
+            };
+            Some(serde_json::json!({"id": slot.call.id, "name": slot.call.name, "state": state}))
+        })
+        .collect();
+    serde_json::json!({
+        "turns": run.turns,
+        "message_count": session.messages.len(),
+        "step_count": session.step_count,
+        "pending": pending,
+    })
 }
 
 fn open_turn(session: &Session) -> Result<&OpenTurn, ExecuteError> {

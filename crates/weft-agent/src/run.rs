@@ -45,6 +45,8 @@ pub(crate) struct Run {
     checkpoints: Vec<weft_core::Checkpoint>,
     /// The id of the last checkpoint taken.
     last_checkpoint: Option<String>,
+    /// The run's state at the last node's end (or before the execution's input).
+    last_state: Option<serde_json::Value>,
 }
 
 impl Run {
@@ -69,6 +71,7 @@ impl Run {
             lease: None,
             checkpoints: Vec::new(),
             last_checkpoint: None,
+            last_state: None,
         }
     }
 
@@ -78,9 +81,10 @@ impl Run {
         self.lease = lease;
     }
 
-    /// Presets the error the result reports (a recovery says why it ran).
-    pub(crate) fn set_error(&mut self, error: Option<String>) {
-        self.error = error;
+    /// The run's state before the execution's input was applied (what its first node changed
+    /// is measured from it).
+    pub(crate) fn set_state_before(&mut self, state: serde_json::Value) {
+        self.last_state = Some(state);
     }
 
     /// Runs to a resting status and reports what the run did.
@@ -300,7 +304,10 @@ impl Run {
         let CompletedTurn { results, first_result, step } = done;
         if !results.is_empty() {
             let node_id = format!("observe-{}", step.step_index);
-            let before = self.mode_state();
+            // The results joined the conversation before this node reports them: what it
+            // changed is measured from the state the run was in before (at the last node's end,
+            // or before the input that completed the turn).
+            let before = self.last_state.take().unwrap_or_else(|| self.mode_state());
             self.emitter
                 .emit(AgentEvent::NodeEnter { name: "observe".into(), node_id: node_id.clone() });
             for (position, result) in (first_result..).zip(results) {
@@ -328,21 +335,15 @@ impl Run {
         }
     }
 
-    /// The mode's state now (`null` in react mode, which keeps none).
+    /// The run's state now ([`Machine::mode_state`]).
     fn mode_state(&self) -> serde_json::Value {
-        if *self.machine.mode() == crate::Mode::React {
-            return serde_json::Value::Null;
-        }
         Machine::mode_state(&self.session.lock().session)
     }
 
-    /// After a node run of a mode that keeps a state: `values` (the state), `updates` (what the
-    /// node changed: the state's members that differ from `before`), and a checkpoint of it,
-    /// persisted through the store with the session at the next boundary.
+    /// After a node run: `values` (the run's state), `updates` (what the node changed: the
+    /// state's members that differ from `before`), and a checkpoint of it, persisted through the
+    /// store with the session at the next boundary.
     fn after_node(&mut self, name: &str, node_id: &str, before: serde_json::Value) {
-        if *self.machine.mode() == crate::Mode::React {
-            return;
-        }
         let (state, step) = {
             let s = &self.session.lock().session;
             (Machine::mode_state(s), s.step_count)
@@ -355,6 +356,7 @@ impl Run {
                 }
             }
         }
+        self.last_state = Some(state.clone());
         self.emitter.emit(AgentEvent::StateSnapshot { state: state.clone() });
         self.emitter.emit(AgentEvent::StateUpdate {
             name: name.to_string(),
@@ -599,8 +601,9 @@ impl Run {
             let s = &self.session.lock().session;
             let mut messages = weft_core::History::new();
             messages.push(Message::User(weft_core::UserMessage::text(node.prompt.clone())));
-            let mut tools: Vec<_> = agent.tools.snapshot().specs().cloned().collect();
-            tools.extend(s.tools.iter().cloned());
+            // Only local tools: a graph node runs its calls itself and cannot suspend on a
+            // client's (remote) tool.
+            let tools: Vec<_> = agent.tools.snapshot().specs().cloned().collect();
             let request = ModelRequest {
                 session_id: s.id.clone(),
                 model: s.model.clone(),
@@ -841,18 +844,17 @@ impl Run {
                 }
             }
         }
+        let outcomes: Vec<ToolOutcome> = outcomes.into_iter().flatten().collect();
+        self.with_session(|m, s| m.on_tool_results(s, outcomes));
         self.emitter.emit(AgentEvent::NodeExit {
             name: "act".into(),
             node_id: node_id.clone(),
             error: None,
         });
         self.after_node("act", &node_id, before);
-        let outcomes: Vec<ToolOutcome> = outcomes.into_iter().flatten().collect();
         let now = now_ms();
-        self.with_session(|m, s| {
-            let progress = m.on_tool_results(s, outcomes);
-            if aborted { m.abort(s, now) } else { progress }
-        })
+        // The turn complete, its results join the conversation (the observe node).
+        self.with_session(|m, s| if aborted { m.abort(s, now) } else { m.proceed(s) })
     }
 
     /// Records a finished call: emits `tool_execution_end` and builds its result.

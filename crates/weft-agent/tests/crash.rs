@@ -60,8 +60,10 @@ const SESSIONS: usize = 6;
 /// Kills per store by default: 100 in all, as the issue asks.
 const SQLITE_KILLS: u32 = 60;
 const POSTGRES_KILLS: u32 = 40;
-/// How long a worker lives before it is killed.
-const ALIVE_MS: std::ops::RangeInclusive<u64> = 50..=400;
+/// How long a worker lives before it is killed. A run cut short by the last kill is taken over
+/// once its lease expires and goes on to its end, so a life must outlast the lease and a
+/// recovered run to leave room for runs of its own.
+const ALIVE_MS: std::ops::RangeInclusive<u64> = 100..=600;
 /// Leases are short, so that runs killed with their process are taken over soon (and a worker
 /// spends little of its short life waiting for its predecessor's leases to expire).
 const LEASE_TTL: Duration = Duration::from_millis(200);

@@ -327,7 +327,8 @@ fn a_run_whose_process_died_is_recovered_when_its_session_is_loaded() {
         assert_eq!(stored.head.status, SessionStatus::Running, "the dead run left it running");
         tokio::time::sleep(Duration::from_millis(400)).await; // its lease expires
 
-        let agent = tool_agent(&dir, vec![FauxTurn::text("Done.")], false).await;
+        let turns = vec![FauxTurn::text("Done."), FauxTurn::text("Nothing more.")];
+        let agent = tool_agent(&dir, turns, false).await;
         let session = agent.session(&id).await.unwrap().unwrap();
         let mut watched: Vec<_> = session.subscribe(session.last_seq()).collect().await;
         for _ in 0..100 {
@@ -337,7 +338,7 @@ fn a_run_whose_process_died_is_recovered_when_its_session_is_loaded() {
             tokio::time::sleep(Duration::from_millis(20)).await;
             watched.extend(session.subscribe(session.last_seq()).collect::<Vec<_>>().await);
         }
-        assert_eq!(session.status(), SessionStatus::Error, "recovered, resting in error");
+        assert_eq!(session.status(), SessionStatus::Completed, "recovered and run to its end");
         let results = common::tool_results(&session.snapshot().messages);
         assert_eq!(
             results,
@@ -351,12 +352,25 @@ fn a_run_whose_process_died_is_recovered_when_its_session_is_loaded() {
             ],
             "the replay-safe call ran again, the other was answered as interrupted"
         );
+        // The run went on from its last checkpoint: the model saw both results and answered.
+        let messages = session.snapshot().messages;
+        assert_eq!(messages.len(), 5, "user, calls, two results, the answer");
+        let answer = match messages.last() {
+            Some(Message::Assistant(m)) => m.text(),
+            other => panic!("the last message is not an answer: {other:?}"),
+        };
+        assert_eq!(answer, "Done.");
+        let ended = watched.iter().rev().find_map(|r| match &r.event {
+            AgentEvent::SessionEnd { status, .. } => Some(*status),
+            _ => None,
+        });
+        assert_eq!(ended, Some(SessionStatus::Completed), "watchers saw the recovered run end");
         // The session takes new input, and the model sees a valid conversation.
         let result = agent.execute(&session, Input::text("and now?")).await.unwrap().result().await;
         assert_eq!(result.status, SessionStatus::Completed);
         let stored = store.load(&id).await.unwrap().unwrap();
         assert_eq!(stored.head.status, SessionStatus::Completed);
-        assert_eq!(stored.messages.len(), 6);
+        assert_eq!(stored.messages.len(), 7);
     });
 }
 

@@ -67,7 +67,19 @@ async fn text_only_run() {
         &all[..5],
         ["session_start", "message_start", "message_end", "node_enter", "step_start"]
     );
-    assert_eq!(&all[all.len() - 4..], ["message_end", "node_exit", "step_end", "session_end"]);
+    // After each node run: the run's state, what the node changed, and a checkpoint.
+    assert_eq!(
+        &all[all.len() - 7..],
+        [
+            "message_end",
+            "node_exit",
+            "state_snapshot",
+            "state_update",
+            "checkpoint",
+            "step_end",
+            "session_end"
+        ]
+    );
 
     let (deltas, ends) = texts(&events);
     assert_eq!(deltas, ends);
@@ -129,14 +141,23 @@ async fn one_tool_call_then_final_answer() {
         "toolcall_end",
         "message_end",
         "node_exit",
+        "state_snapshot",
+        "state_update",
+        "checkpoint",
         "node_enter",
         "tool_execution_start",
         "tool_execution_end",
         "node_exit",
+        "state_snapshot",
+        "state_update",
+        "checkpoint",
         "node_enter",
         "message_start",
         "message_end",
         "node_exit",
+        "state_snapshot",
+        "state_update",
+        "checkpoint",
         "step_end",
         "node_enter",
         "step_start",
@@ -146,6 +167,9 @@ async fn one_tool_call_then_final_answer() {
         "text_end",
         "message_end",
         "node_exit",
+        "state_snapshot",
+        "state_update",
+        "checkpoint",
         "step_end",
         "session_end",
     ]);
@@ -159,6 +183,49 @@ async fn one_tool_call_then_final_answer() {
         })
         .collect();
     assert_eq!(nodes, ["think", "act", "observe", "think"]);
+    // Every node run is checkpointed, under its own id, with react's compact state.
+    let checkpoints: Vec<(&str, &serde_json::Value)> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::Checkpoint { checkpoint_id, checkpoint_ns, state, .. } => {
+                assert_eq!(checkpoint_ns, "react");
+                Some((checkpoint_id.as_str(), state))
+            }
+            _ => None,
+        })
+        .collect();
+    let ids: Vec<&str> = checkpoints.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, ["think-0", "act-0", "observe-0", "think-1"]);
+    assert_eq!(
+        checkpoints[0].1,
+        &json!({"turns": 1, "message_count": 2, "step_count": 1,
+                "pending": [{"id": "c1", "name": "get_weather", "state": "running"}]})
+    );
+    assert_eq!(checkpoints[3].1["message_count"], 4);
+    // What each node changed.
+    let updates: Vec<(&str, &serde_json::Value)> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::StateUpdate { name, state } => Some((name.as_str(), state)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(updates[1], ("act", &json!({"pending": []})), "the call ran");
+    assert_eq!(updates[2], ("observe", &json!({"message_count": 3})), "its result joined");
+    assert_eq!(updates[3].0, "think");
+    assert_eq!(updates[3].1["turns"], 2);
+    // Every model call is a step with its mode and node.
+    let steps: Vec<&serde_json::Map<String, serde_json::Value>> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::StepEnd { step } => Some(&step.annotations.extra),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[0]["mode"], "react");
+    assert_eq!(steps[0]["node"], "think-0");
+    assert_eq!(steps[1]["node"], "think-1");
 
     let args: String = events
         .iter()

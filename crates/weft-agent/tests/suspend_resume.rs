@@ -90,18 +90,28 @@ async fn remote_tool_suspends_and_a_result_resumes() {
     assert_eq!(result.status, SessionStatus::Completed);
     // The result is emitted once, in the observe node that completes the step.
     assert_eq!(
-        common::kinds(&events)[..8],
+        common::kinds(&events)[..11],
         [
             "session_start",
             "node_enter",
             "message_start",
             "message_end",
             "node_exit",
+            "state_snapshot",
+            "state_update",
+            "checkpoint",
             "step_end",
             "node_enter",
             "step_start"
         ]
     );
+    // What the observe node changed is measured from the suspended state: the call no longer
+    // waits, its result is in the conversation.
+    let update = events.iter().find_map(|e| match e {
+        AgentEvent::StateUpdate { name, state } if name == "observe" => Some(state.clone()),
+        _ => None,
+    });
+    assert_eq!(update, Some(json!({"message_count": 3, "pending": []})));
     assert!(session.pending_tool_calls().is_empty());
     let roles: Vec<_> = result.messages.iter().map(Message::role).collect();
     assert_eq!(roles, [weft_core::Role::ToolResult, weft_core::Role::Assistant]);

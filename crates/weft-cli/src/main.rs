@@ -998,7 +998,10 @@ fn outcome(result: &ExecuteResult, signal: Option<Signal>, max_turns: u32) -> Re
         }),
         // A reasoning mode's own failure (every path failed, a refused plan) says so itself.
         SessionStatus::Error
-            if result.steps.iter().any(|s| s.annotations.extra.contains_key("mode")) =>
+            if result
+                .steps
+                .iter()
+                .any(|s| s.annotations.extra.get("mode").is_some_and(|m| m != "react")) =>
         {
             Err(Failure::run(format!("the run failed: {}", error.unwrap_or("unknown error"))))
         }

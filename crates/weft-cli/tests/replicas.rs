@@ -154,7 +154,8 @@ fn two_replicas_on_postgres_share_sessions_and_take_over_a_dead_run() {
     let slow: String = "The weather needs a careful look. ".repeat(8);
     let a_script = json!({"turns": [{"text": slow, "chunkSize": 2, "delayMs": 15,
         "toolCalls": [{"id": "call-1", "name": "get_weather", "arguments": {"city": "Paris"}}]}]});
-    let b_script = json!({"turns": [{"text": "It is sunny in Paris.", "chunkSize": 4}]});
+    let b_script = json!({"turns": [{"text": "It is sunny in Paris.", "chunkSize": 4},
+                                    {"text": "Still sunny.", "chunkSize": 4}]});
     let a = serve(home.path(), "a", &url, &a_script);
     let b = serve(home.path(), "b", &url, &b_script);
     let unique = format!(
@@ -214,14 +215,25 @@ fn two_replicas_on_postgres_share_sessions_and_take_over_a_dead_run() {
     a.child.wait().unwrap();
     let _ = doomed.join();
     let taken_over = wait_for(&b.addr, &s2, Duration::from_secs(30), |s| s["status"] != "running");
-    assert_eq!(taken_over["status"], "error", "{taken_over}");
+    // B went on from the last checkpoint (the user's message; A died inside its model call):
+    // its own model call answered, and the dead call's partial text is nowhere.
+    assert_eq!(taken_over["status"], "completed", "{taken_over}");
+    let texts: Vec<&str> = taken_over["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(texts, ["Weather?", "It is sunny in Paris."]);
     // The recovered run ends in the log like any run: attaching replays its end.
     let (status, body) = http(&b.addr, "GET", &format!("/api/agent/session/{s2}/stream"), None);
     assert_eq!(status, 200);
-    assert_eq!(last_json(&parse_sse(&body))["status"], "error");
+    assert_eq!(last_json(&parse_sse(&body))["status"], "completed");
     // And the session goes on on B.
     let next = json!({"sessionId": s2, "input": {"role": "user", "content": "Weather now?"}});
     let (status, body) = http(&b.addr, "POST", "/api/agent/execute", Some(&next));
     assert_eq!(status, 200, "{body}");
     assert_eq!(last_json(&parse_sse(&body))["status"], "completed");
+    let last = session(&b.addr, &s2).unwrap();
+    assert_eq!(last["messages"][3]["content"][0]["text"], "Still sunny.");
 }

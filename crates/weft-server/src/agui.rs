@@ -17,8 +17,10 @@
 //!   echoed back. A run that needs approval ends with outcome `interrupt`, one interrupt per call
 //!   (`id` = the tool call id); `resume: [{interruptId, status: "resolved", payload: {approved,
 //!   reason?}}]` decides (a `resolved` without `approved: false` approves; `cancelled` denies).
-//! - `state`: the run's `STATE_SNAPSHOT`, sent before its last event, is the client's state with
-//!   the session's own under `weft` (`sessionId`, `status`).
+//! - `state`: every `STATE_SNAPSHOT` is the client's state with the session's own under `weft`
+//!   (`sessionId`, `status`, and while the run goes on `state`: the run's state after each node
+//!   run, whose changes follow as `STATE_DELTA` under `/weft/state`); the last, sent before the
+//!   run's last event, has its final status.
 //! - `context` entries and `system` / `developer` messages join the new session's system prompt.
 //! - `forwardedProps.weft` takes the options of `/api/agent/execute` (`provider`, `model`,
 //!   `systemPrompt`, `maxTurns`, `multitask`, `onDisconnect`).
@@ -424,8 +426,11 @@ pub(crate) async fn run(
         options,
     )
     .await?;
-    let encoder =
-        AgUiStream { inner: AgUiEncoder::new().client_answered(answered), state: client_state };
+    let encoder = AgUiStream {
+        inner: AgUiEncoder::new().client_answered(answered),
+        state: client_state,
+        session_id: String::new(),
+    };
     Ok(frontends::sse(state, streamed, Box::new(encoder), None))
 }
 
@@ -447,22 +452,54 @@ fn tool_results(history: &[Message], pending: &[ToolCall]) -> Vec<ToolResultMess
 /// The AG-UI encoder, with the run's state sent before its last event.
 struct AgUiStream {
     inner: AgUiEncoder,
+    /// The client's state (`RunAgentInput.state`).
     state: Option<Value>,
+    /// The session, once the run has started.
+    session_id: String,
+}
+
+impl AgUiStream {
+    /// The client's state with the session's own under `weft`.
+    fn snapshot(&self, weft: Value) -> Value {
+        let mut snapshot = match &self.state {
+            Some(Value::Object(map)) => map.clone(),
+            _ => Map::new(),
+        };
+        snapshot.insert("weft".into(), weft);
+        json!({ "type": "STATE_SNAPSHOT", "snapshot": snapshot })
+    }
 }
 
 impl Encoder for AgUiStream {
     fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
+        // The run's own state (react's counters, a tree's or a graph's) is not the client's:
+        // it goes under `weft.state`, the client's state around it untouched.
+        match event {
+            AgentEvent::SessionStart { session_id, .. } => {
+                self.session_id.clone_from(session_id);
+            }
+            AgentEvent::StateSnapshot { state } => {
+                let weft =
+                    json!({ "sessionId": self.session_id, "status": "running", "state": state });
+                out.push(Frame::json(&self.snapshot(weft)));
+                return;
+            }
+            AgentEvent::StateUpdate { state, .. } => {
+                let delta = weft_protocol::agui::state_patch("/weft/state", state);
+                if !delta.is_empty() {
+                    out.push(Frame::json(&json!({ "type": "STATE_DELTA", "delta": delta })));
+                }
+                return;
+            }
+            _ => {}
+        }
         let start = out.len();
         self.inner.encode(event, out);
         if let AgentEvent::SessionEnd { session_id, status, .. } = event
             && out.len() > start
         {
-            let mut snapshot = match &self.state {
-                Some(Value::Object(map)) => map.clone(),
-                _ => Map::new(),
-            };
-            snapshot.insert("weft".into(), json!({ "sessionId": session_id, "status": status }));
-            let frame = Frame::json(&json!({ "type": "STATE_SNAPSHOT", "snapshot": snapshot }));
+            let frame =
+                Frame::json(&self.snapshot(json!({ "sessionId": session_id, "status": status })));
             out.insert(out.len() - 1, frame);
         }
     }

@@ -26,7 +26,8 @@
 //! | `toolcall_start` / `_delta` / `_end` | `TOOL_CALL_START {toolCallId, toolCallName, parentMessageId}` / `TOOL_CALL_ARGS {toolCallId, delta}` / `TOOL_CALL_END` |
 //! | `message_end` of a `toolResult` | `TOOL_CALL_RESULT {messageId, toolCallId, content, role: "tool"}` |
 //! | `tool_execution_delta` | `CUSTOM {name: "tool_output", value: {toolCallId, delta}}` |
-//! | `state_snapshot`, `state_update` | `STATE_SNAPSHOT {snapshot}` |
+//! | `state_snapshot` | `STATE_SNAPSHOT {snapshot}` |
+//! | `state_update` | `STATE_DELTA {delta}` (JSON Patch `add` of each changed member) |
 //! | `checkpoint`, `tot_*`, `got_*` | `CUSTOM {name: the canonical type, value: the event's fields}` |
 //! | `custom` | `CUSTOM {name: "custom", value}` |
 //! | `session_end` | `RUN_FINISHED` or `RUN_ERROR` (below) |
@@ -82,8 +83,9 @@
 //!
 //! - Local tool output deltas have no AG-UI event: they go out as `CUSTOM` `tool_output` so a UI
 //!   can show a tool's progress; the whole output follows in `TOOL_CALL_RESULT`.
-//! - `state_update` carries the whole state after the merge, so it is sent as a `STATE_SNAPSHOT`
-//!   (which replaces the state) rather than a JSON Patch `STATE_DELTA`.
+//! - `state_update` carries the members of the state a node changed: it is sent as a
+//!   `STATE_DELTA` whose JSON Patch sets each of them (`add`), so applying it to the state the
+//!   client has (the `STATE_SNAPSHOT` of `values`, sent just before) is exact.
 //! - `TOOL_CALL_RESULT.content` is the result's text (text blocks joined); AG-UI's result event has
 //!   no error flag, so an error result's text is its content.
 //! - A result the client itself supplied (the answer to a remote call) is not echoed as
@@ -211,8 +213,14 @@ impl Encoder for AgUiEncoder {
                 let value = json!({ "toolCallId": tool_call_id, "delta": delta });
                 push(out, &Ev::Custom { name: "tool_output", value: &value });
             }
-            AgentEvent::StateSnapshot { state } | AgentEvent::StateUpdate { state, .. } => {
-                push(out, &Ev::StateSnapshot { snapshot: state });
+            AgentEvent::StateSnapshot { state } => {
+                push(out, &Ev::StateSnapshot { snapshot: state })
+            }
+            AgentEvent::StateUpdate { state, .. } => {
+                let delta = state_patch("", state);
+                if !delta.is_empty() {
+                    push(out, &Ev::StateDelta { delta: &delta });
+                }
             }
             AgentEvent::Custom { value } => push(out, &Ev::Custom { name: "custom", value }),
             AgentEvent::Checkpoint { .. } | AgentEvent::Progress(_) => {
@@ -761,10 +769,27 @@ enum Ev<'a> {
     StateSnapshot {
         snapshot: &'a Value,
     },
+    StateDelta {
+        delta: &'a [Value],
+    },
     Custom {
         name: &'a str,
         value: &'a Value,
     },
+}
+
+/// A JSON Patch (RFC 6902) that sets each member of `changed` (an object: what a node changed)
+/// under the JSON Pointer `prefix` (RFC 6901: `~` and `/` in keys escaped). `add` replaces a
+/// member that exists and creates one that does not.
+pub fn state_patch(prefix: &str, changed: &Value) -> Vec<Value> {
+    let Value::Object(members) = changed else { return Vec::new() };
+    members
+        .iter()
+        .map(|(key, value)| {
+            let key = key.replace('~', "~0").replace('/', "~1");
+            json!({"op": "add", "path": format!("{prefix}/{key}"), "value": value})
+        })
+        .collect()
 }
 
 /// `RunFinishedOutcome`.

@@ -158,6 +158,7 @@ fn check(frames: &[Frame]) -> Seen {
                 open_steps.remove(at);
             }
             "STATE_SNAPSHOT" => assert!(v.get("snapshot").is_some()),
+            "STATE_DELTA" => assert!(v["delta"].as_array().is_some_and(|d| !d.is_empty())),
             "CUSTOM" => assert!(v["name"].is_string() && v.get("value").is_some()),
             other => panic!("unexpected event type {other}"),
         }
@@ -549,6 +550,27 @@ fn blocks_taken_up_midway_are_sent_whole() {
 }
 
 #[test]
+fn a_nodes_changes_are_a_json_patch_with_escaped_keys() {
+    let patch = super::state_patch("/weft/state", &json!({"a/b": 1, "c~d": [2], "e": null}));
+    assert_eq!(
+        patch,
+        [
+            json!({"op": "add", "path": "/weft/state/a~1b", "value": 1}),
+            json!({"op": "add", "path": "/weft/state/c~0d", "value": [2]}),
+            json!({"op": "add", "path": "/weft/state/e", "value": null}),
+        ]
+    );
+    assert!(super::state_patch("", &json!([1])).is_empty());
+    // Nothing changed: no event.
+    let frames = encode(
+        &Script::new("s1", "r1", 0)
+            .event(AgentEvent::StateUpdate { name: "observe".into(), state: json!({}) })
+            .end(SessionStatus::Completed),
+    );
+    assert!(!values(&frames).iter().any(|v| v["type"] == "STATE_DELTA"));
+}
+
+#[test]
 fn state_and_progress_events_become_snapshots_and_custom_events() {
     let events = Script::new("s1", "r1", 0)
         .event(AgentEvent::StateSnapshot { state: json!({"n": 1}) })
@@ -569,7 +591,7 @@ fn state_and_progress_events_become_snapshots_and_custom_events() {
         v[1..6],
         [
             json!({"type": "STATE_SNAPSHOT", "snapshot": {"n": 1}}),
-            json!({"type": "STATE_SNAPSHOT", "snapshot": {"n": 2}}),
+            json!({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/n", "value": 2}]}),
             json!({"type": "CUSTOM", "name": "tot_expand", "value": {"candidates": ["a", "b"]}}),
             json!({"type": "CUSTOM", "name": "got_node_failed", "value": {"id": "g1", "error": "boom"}}),
             json!({"type": "CUSTOM", "name": "custom", "value": {"kind": "ping"}}),

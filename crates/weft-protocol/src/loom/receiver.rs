@@ -22,7 +22,9 @@ use crate::transcript::{CallRecord, ResultRecord, Transcript};
 /// - Node runs are keyed by the envelope `node_id` among the session's open node runs; a
 ///   `node_id` seen again after its `node_exit` (or a second `node_enter` with it) starts a new
 ///   node run. Frames without `node_id` go to the session's most recently opened node run that is
-///   still open, by line order; with none open, to a node run of frames outside nodes.
+///   still open, by line order; with none open, `values`, `updates` (whose `id` names it) and
+///   `checkpoint` go to the node run that exited last, and other frames to a node run of frames
+///   outside nodes.
 /// - Unknown types are kept (`other`); unreadable lines are reported in
 ///   [`LoomTranscript::errors`] and skipped.
 #[derive(Debug, Default)]
@@ -42,6 +44,9 @@ struct SessionState {
     open: Vec<usize>,
     /// Index of the last run's current node run of frames outside nodes.
     loose: Option<usize>,
+    /// Index of the last run's node run that exited last (the `values`, `updates` and
+    /// `checkpoint` after a node run are about it).
+    exited: Option<usize>,
 }
 
 #[derive(Debug, Default)]
@@ -166,6 +171,7 @@ impl SessionState {
             self.run_open = true;
             self.open.clear();
             self.loose = None;
+            self.exited = None;
         }
         let last = self.session.runs.len() - 1;
         &mut self.session.runs[last]
@@ -212,6 +218,16 @@ impl SessionState {
                     .copied()
                     .find(|&i| nodes[i].name.as_deref() == Some(id.as_str()))
                     .or_else(|| self.open.last().copied()),
+                // The state after a node run, sent outside it: it belongs to that node run
+                // (`updates` names it), unless another one is open.
+                Body::Event { kind, payload } if is_after_node(kind) => {
+                    let named = payload.get("id").and_then(Value::as_str);
+                    self.open.last().copied().or_else(|| {
+                        self.exited.filter(|&i| {
+                            named.is_none_or(|name| nodes[i].name.as_deref() == Some(name))
+                        })
+                    })
+                }
                 _ => self.open.last().copied().or(self.loose),
             },
         };
@@ -252,6 +268,7 @@ impl SessionState {
                 node.result = Some(result);
                 node.tool_results = tool_results;
                 node.exit_line = Some(line);
+                self.exited = Some(i);
                 self.open.retain(|&j| j != i);
                 if self.loose == Some(i) {
                     self.loose = None;
@@ -329,6 +346,12 @@ impl SessionState {
             }
         }
     }
+}
+
+/// Whether frames of `kind` report the state after a node run (§4.2: `values`, `updates`,
+/// `checkpoint`).
+fn is_after_node(kind: &str) -> bool {
+    matches!(kind, "values" | "updates" | "checkpoint")
 }
 
 /// Reads one line into its envelope and checked payload.

@@ -27,7 +27,8 @@
 //! | `tool_execution_delta` | `data-tool-output {data: {toolCallId, delta}, transient: true}` |
 //! | `approval_required` | `tool-approval-request {approvalId: toolCallId, toolCallId}` per call |
 //! | `awaiting_tool_execution` | nothing: a tool part without output is how `useChat` shows a client-side call |
-//! | `state_snapshot`, `state_update` | `data-state {id: "state", data: the state}` |
+//! | `state_snapshot` | `data-state {id: "state", data: the state}` (one part, replaced in place) |
+//! | `state_update` | `data-updates {data: {name, state}, transient}` (what a node changed) |
 //! | `checkpoint` | `data-checkpoint {data: its fields, transient: true}` |
 //! | `tot_*`, `got_*` | `data-<type> {data: the event's fields}` |
 //! | `custom` | `data-custom {data: value}` |
@@ -207,8 +208,12 @@ impl Encoder for VercelEncoder {
             }
             AgentEvent::AwaitingToolExecution { .. } => {}
             AgentEvent::NodeEnter { .. } | AgentEvent::NodeExit { .. } => {}
-            AgentEvent::StateSnapshot { state } | AgentEvent::StateUpdate { state, .. } => {
+            AgentEvent::StateSnapshot { state } => {
                 push_data(out, "data-state", Some("state"), state, false);
+            }
+            AgentEvent::StateUpdate { name, state } => {
+                let update = serde_json::json!({ "name": name, "state": state });
+                push_data(out, "data-updates", None, &update, true);
             }
             AgentEvent::Checkpoint { .. } => {
                 push_data(out, "data-checkpoint", None, &event_fields(event), true);

@@ -525,7 +525,7 @@ fn state_and_progress_events_become_data_parts() {
         p[1..6],
         [
             json!({"type": "data-state", "id": "state", "data": {"n": 1}}),
-            json!({"type": "data-state", "id": "state", "data": {"n": 2}}),
+            json!({"type": "data-updates", "data": {"name": "plan", "state": {"n": 2}}, "transient": true}),
             json!({"type": "data-tot_evaluate", "data": {"chosen": 1, "scores": [0.5, 0.75]}}),
             json!({"type": "data-checkpoint", "transient": true, "data": {
                 "checkpointId": "k1", "threadId": "s1", "checkpointNs": "", "step": 0,

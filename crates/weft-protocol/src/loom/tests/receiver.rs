@@ -208,3 +208,30 @@ fn export_form_frames_read_like_type_form_frames() {
         assert_eq!(a, b);
     }
 }
+
+#[test]
+fn the_state_after_a_node_run_belongs_to_it() {
+    let stream = r#"{"session_id":"s","event_id":1,"type":"run_start","run_id":"r","agent":"react"}
+{"session_id":"s","node_id":"think-0","event_id":2,"type":"node_enter","id":"think"}
+{"session_id":"s","node_id":"think-0","event_id":3,"type":"message_chunk","content":"Hi","id":"think"}
+{"session_id":"s","node_id":"think-0","event_id":4,"type":"node_exit","id":"think","result":"Ok"}
+{"session_id":"s","event_id":5,"type":"values","state":{"turns":1}}
+{"session_id":"s","event_id":6,"type":"updates","id":"think","state":{"turns":1}}
+{"session_id":"s","event_id":7,"type":"checkpoint","checkpoint_id":"think-0","thread_id":"s","checkpoint_ns":"react","step":1,"timestamp":0,"state":{"turns":1}}
+{"session_id":"s","event_id":8,"type":"updates","id":"plan","state":{}}
+{"session_id":"s","event_id":9,"type":"custom","value":1}
+"#;
+    let mut r = LoomReceiver::new();
+    r.push_text(stream);
+    let t = r.finish();
+    assert_eq!(t.errors, vec![]);
+    let run = &t.session(Some("s")).unwrap().runs[0];
+    let think = &run.node_runs[0];
+    let kinds: Vec<&str> = think.events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["values", "updates", "checkpoint"]);
+    assert_eq!((think.first_event_id, think.last_event_id), (Some(2), Some(7)));
+    // An update naming another node, and frames of other kinds, are outside every node run.
+    assert_eq!(run.node_runs.len(), 2);
+    let loose = &run.node_runs[1];
+    assert_eq!((loose.name.as_deref(), loose.events.len(), loose.customs.len()), (None, 1, 1));
+}
