@@ -132,6 +132,9 @@ pub(crate) struct Machine {
     mode: Mode,
     /// The steps this execution finished.
     steps: Vec<Arc<AgentStep>>,
+    /// This execution recovers a run whose process died (which may have entered nodes it
+    /// never finished).
+    recovered: bool,
 }
 
 impl Machine {
@@ -140,7 +143,13 @@ impl Machine {
     }
 
     pub(crate) fn with_mode(max_turns: u32, remote_timeout_ms: u64, mode: Mode) -> Self {
-        Self { max_turns: max_turns.max(1), remote_timeout_ms, mode, steps: Vec::new() }
+        Self {
+            max_turns: max_turns.max(1),
+            remote_timeout_ms,
+            mode,
+            steps: Vec::new(),
+            recovered: false,
+        }
     }
 
     /// The most model calls the run may make.
@@ -165,6 +174,7 @@ impl Machine {
         replay_safe: impl Fn(&str) -> bool,
         now: TimestampMs,
     ) -> Progress {
+        self.recovered = true;
         if let Some(turn) = session.open_turn_mut() {
             for slot in &mut turn.calls {
                 if slot.state == CallState::Running && !replay_safe(&slot.call.name) {
@@ -541,8 +551,9 @@ impl Machine {
     pub(crate) fn node_id(&self, session: &Session, name: &str) -> String {
         let executions = session.run.as_ref().map_or(0, |r| r.executions);
         // ReAct's `think` and `observe` are unique by step already (each step has one of
-        // each); its `act` may run again in a resumed execution of the same step.
-        let react_unique = self.mode == Mode::React && name != "act";
+        // each); its `act` may run again in a resumed execution of the same step, and any node
+        // in a recovery (the dead process may have entered the step's `think` or `observe`).
+        let react_unique = self.mode == Mode::React && name != "act" && !self.recovered;
         if executions == 0 || react_unique {
             format!("{name}-{}", session.step_count)
         } else {

@@ -1,10 +1,11 @@
-//! Kill and resume, per reasoning mode: a child process runs a tot or got session of the
+//! Kill and resume, per reasoning mode: a child process runs a react, tot or got session of the
 //! example scripts (examples/scripts) on SQLite; once the checkpoint of a chosen node run is in
 //! the store, while the next model call hangs, the child is killed (SIGKILL). A fresh agent in
 //! this process, whose faux provider holds only the turns that come after the last completed
 //! node, loads the session: it recovers the dead run from its saved state and finishes it. The
-//! final answer is the script's, and the faux calls counted prove that completed nodes (tot:
-//! explored branches; got: completed graph nodes) were not run again.
+//! final answer is the script's, and the faux calls counted prove that completed nodes (react:
+//! the model call whose tool ran; tot: explored branches; got: completed graph nodes) were not
+//! run again.
 //!
 //! The child is this test binary again, running the ignored test `worker` (which does nothing
 //! unless `WEFT_MODES_WORKER` is set), as tests/crash.rs does.
@@ -73,8 +74,19 @@ const GOT: Case = Case {
     prompt: "Tell me about the Seine",
 };
 
+const REACT: Case = Case {
+    script: "react.json",
+    hang_at: 1,
+    killed_after: &["think-0", "act-0", "observe-0"],
+    prompt: "How long is the Seine?",
+};
+
 fn case(mode: &str) -> &'static Case {
-    if mode == "tot" { &TOT } else { &GOT }
+    match mode {
+        "react" => &REACT,
+        "tot" => &TOT,
+        _ => &GOT,
+    }
 }
 
 #[test]
@@ -195,7 +207,29 @@ fn kill_and_resume(mode: &str) {
         enters.sort();
         enters.dedup();
         assert_eq!(enters.len(), n, "node ids are unique over both processes");
+        // No tool call ran twice (react's echo ran before the kill, in the dead process).
+        let mut started: Vec<&str> = events
+            .iter()
+            .filter_map(|r| match &r.event {
+                weft_core::AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
+                    Some(tool_call_id.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        let runs = started.len();
+        started.sort_unstable();
+        started.dedup();
+        assert_eq!(started.len(), runs, "a tool call ran again: {started:?}");
+        if mode == "react" {
+            assert_eq!(runs, 1, "the echo ran once");
+        }
     });
+}
+
+#[test]
+fn react_resumes_from_its_last_checkpoint_without_running_its_tool_again() {
+    kill_and_resume("react");
 }
 
 #[test]
