@@ -871,6 +871,15 @@ fn check_continuation(args: &RunArgs, provider: &str, head: &SessionHead) -> any
             shown(&head.model)
         );
     }
+    if let Some(mode) = args.modes.mode()?
+        && mode != weft_agent::Mode::of_options(&head.options)
+    {
+        let kept = weft_agent::Mode::of_options(&head.options);
+        bail!(
+            "session {id} runs in mode {} with the parameters it was created with: continue it              without mode flags (--mode, --breadth, …); a session cannot change mode",
+            kept.name()
+        );
+    }
     if let Some(system) = args.system.as_deref()
         && Some(system) != head.system_prompt.as_deref()
     {

@@ -1318,6 +1318,16 @@ fn a_run_is_kept_in_the_default_store_and_continued_with_its_session_id() {
     let heads: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(heads[1]["id"], json!(id));
 
+    // A session keeps its mode: flags asking for another are refused; its own is accepted.
+    let o = home.run(&["run", "Hi", "--session", &id, "--mode", "tot", "--script", script.path()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        one_stderr_line(&o).contains("runs in mode react")
+            && one_stderr_line(&o).contains("cannot change mode"),
+        "{}",
+        stderr(&o)
+    );
+
     // Deleted: gone for show, delete and --session alike.
     let o = home.run(&["sessions", "delete", &id]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
