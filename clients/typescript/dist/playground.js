@@ -242,14 +242,7 @@ function apply(event, t) {
             $("chat").append(box);
             break;
         }
-        case "tot_expand":
-        case "tot_evaluate":
-        case "tot_backtrack":
-        case "got_plan":
-        case "got_node_start":
-        case "got_node_complete":
-        case "got_node_failed":
-        case "got_expand":
+        case "progress":
             reasoning(event);
             break;
         default:
@@ -325,7 +318,7 @@ function reasoning(event) {
     $("reasoning").hidden = false;
     const tot = $("tot");
     const got = $("got");
-    switch (event.type) {
+    switch (event.kind) {
         case "tot_expand": {
             const list = el("ol", { class: "candidates" });
             for (const candidate of event.candidates)
@@ -344,11 +337,11 @@ function reasoning(event) {
             break;
         }
         case "tot_backtrack":
-            tot.append(el("p", { class: "backtrack" }, `backtrack to depth ${event.toDepth}: ${event.reason}`));
+            tot.append(el("p", { class: "backtrack" }, `backtrack to depth ${event.to_depth}: ${event.reason}`));
             break;
         case "got_plan":
-            got.append(el("p", {}, `plan: ${event.nodeCount} nodes, ${event.edgeCount} edges`));
-            for (const id of event.nodeIds)
+            got.append(el("p", {}, `plan: ${event.node_count} nodes, ${event.edge_count} edges`));
+            for (const id of event.node_ids)
                 got.append(el("span", { class: "node", "data-node": id, "data-state": "pending" }, id));
             break;
         case "got_node_start":
@@ -359,12 +352,12 @@ function reasoning(event) {
                 node = el("span", { class: "node", "data-node": event.id }, event.id);
                 got.append(node);
             }
-            node.dataset.state = event.type === "got_node_start" ? "running" : event.type === "got_node_complete" ? "done" : "failed";
-            node.title = event.type === "got_node_complete" ? event.resultSummary : event.type === "got_node_failed" ? event.error : "";
+            node.dataset.state = event.kind === "got_node_start" ? "running" : event.kind === "got_node_complete" ? "done" : "failed";
+            node.title = event.kind === "got_node_complete" ? event.result_summary : event.kind === "got_node_failed" ? event.error : "";
             break;
         }
         case "got_expand":
-            got.append(el("p", {}, `${event.nodeId} expanded: +${event.nodesAdded} nodes, +${event.edgesAdded} edges`));
+            got.append(el("p", {}, `${event.node_id} expanded: +${event.nodes_added} nodes, +${event.edges_added} edges`));
             break;
         default:
             break;

@@ -41,9 +41,13 @@ export interface ObjectSchema<S extends Shape> extends Schema<InferShape<S>> {
     readonly shape: S;
 }
 export declare function obj<S extends Shape>(shape: S): ObjectSchema<S>;
-/** A union of objects told apart by the string field `tag`. */
-export declare function tagged<const K extends string, const M extends readonly ObjectSchema<Shape>[]>(tag: K, members: M): Schema<Infer<M[number]>> & {
+/**
+ * A union of objects told apart by the string field `tag`; members that share a `tag` value
+ * are told apart by the string field `sub` (Weft's `{"type": "progress", "kind": …}`).
+ */
+export declare function tagged<const K extends string, const M extends readonly ObjectSchema<Shape>[]>(tag: K, members: M, sub?: string): Schema<Infer<M[number]>> & {
     readonly tags: string[];
+    readonly subTags: Record<string, string[]>;
 };
 /** What is wrong with `value` as a `T` (empty: nothing). Strict: unknown fields are errors. */
 export declare function problems<T>(schema: Schema<T>, value: unknown, strict?: boolean): string[];

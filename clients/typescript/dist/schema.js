@@ -79,24 +79,50 @@ export function obj(shape) {
         },
     };
 }
-/** A union of objects told apart by the string field `tag`. */
-export function tagged(tag, members) {
+/**
+ * A union of objects told apart by the string field `tag`; members that share a `tag` value
+ * are told apart by the string field `sub` (Weft's `{"type": "progress", "kind": …}`).
+ */
+export function tagged(tag, members, sub) {
+    const valueOf = (member, key) => {
+        const field = member.shape[key];
+        return field === undefined ? undefined : JSON.parse(field.describe);
+    };
     const byTag = new Map();
     for (const member of members) {
-        const field = member.shape[tag];
-        byTag.set(JSON.parse(field.describe), member);
+        const t = valueOf(member, tag);
+        byTag.set(t, [...(byTag.get(t) ?? []), member]);
+    }
+    const subTags = {};
+    for (const [t, group] of byTag) {
+        if (group.length > 1) {
+            if (sub === undefined)
+                throw new Error(`tagged: ${tag} ${t} is shared and no sub tag tells its members apart`);
+            subTags[t] = group.map((m) => valueOf(m, sub) ?? "");
+        }
     }
     return {
         tags: [...byTag.keys()],
+        subTags,
         describe: `one of ${[...byTag.keys()].join(", ")} by ${tag}`,
         check(value, path, errors, strict) {
-            const t = typeof value === "object" && value !== null ? value[tag] : undefined;
-            const member = typeof t === "string" ? byTag.get(t) : undefined;
-            if (!member) {
+            const record = typeof value === "object" && value !== null ? value : undefined;
+            const t = record?.[tag];
+            const group = typeof t === "string" ? byTag.get(t) : undefined;
+            if (!group) {
                 errors.push(`${path}.${tag}: unknown ${tag} ${JSON.stringify(t)}`);
                 return;
             }
-            member.check(value, path, errors, strict);
+            let member = group[0];
+            if (group.length > 1 && sub !== undefined) {
+                const s = record?.[sub];
+                member = group.find((m) => valueOf(m, sub) === s);
+                if (!member) {
+                    errors.push(`${path}.${sub}: unknown ${sub} ${JSON.stringify(s)} of ${tag} ${JSON.stringify(t)}`);
+                    return;
+                }
+            }
+            member?.check(value, path, errors, strict);
         },
     };
 }

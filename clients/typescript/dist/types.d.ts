@@ -56,6 +56,7 @@ export declare const UserContentSchema: import("./schema.js").Schema<{
     mimeType: string;
 }> & {
     readonly tags: string[];
+    readonly subTags: Record<string, string[]>;
 };
 export declare const AssistantContentSchema: import("./schema.js").Schema<{
     type: "text";
@@ -71,6 +72,7 @@ export declare const AssistantContentSchema: import("./schema.js").Schema<{
     arguments: unknown;
 }> & {
     readonly tags: string[];
+    readonly subTags: Record<string, string[]>;
 };
 export type UserContent = Infer<typeof UserContentSchema>;
 export type AssistantContent = Infer<typeof AssistantContentSchema>;
@@ -206,6 +208,7 @@ export declare const MessageSchema: import("./schema.js").Schema<{
     details?: unknown;
 }> & {
     readonly tags: string[];
+    readonly subTags: Record<string, string[]>;
 };
 export type Message = Infer<typeof MessageSchema>;
 export type Role = Message["role"];
@@ -597,37 +600,46 @@ export declare const AgentEventSchema: import("./schema.js").Schema<{
     threadId: string;
     checkpointNs: string;
 } | {
-    type: "tot_expand";
+    type: "progress";
+    kind: "tot_expand";
     candidates: string[];
 } | {
-    type: "tot_evaluate";
+    type: "progress";
+    kind: "tot_evaluate";
     chosen: number;
     scores: number[];
+    rule_based?: boolean;
 } | {
-    type: "tot_backtrack";
+    type: "progress";
+    kind: "tot_backtrack";
     reason: string;
-    toDepth: number;
+    to_depth: number;
 } | {
-    type: "got_plan";
-    nodeCount: number;
-    edgeCount: number;
-    nodeIds: string[];
-} | {
-    id: string;
-    type: "got_node_start";
+    type: "progress";
+    kind: "got_plan";
+    node_count: number;
+    edge_count: number;
+    node_ids: string[];
 } | {
     id: string;
-    type: "got_node_complete";
-    resultSummary: string;
+    type: "progress";
+    kind: "got_node_start";
 } | {
     id: string;
-    type: "got_node_failed";
+    type: "progress";
+    kind: "got_node_complete";
+    result_summary: string;
+} | {
+    id: string;
+    type: "progress";
     error: string;
+    kind: "got_node_failed";
 } | {
-    type: "got_expand";
-    nodeId: string;
-    nodesAdded: number;
-    edgesAdded: number;
+    type: "progress";
+    kind: "got_expand";
+    node_id: string;
+    nodes_added: number;
+    edges_added: number;
 } | {
     value: unknown;
     type: "custom";
@@ -698,6 +710,7 @@ export declare const AgentEventSchema: import("./schema.js").Schema<{
     };
 }> & {
     readonly tags: string[];
+    readonly subTags: Record<string, string[]>;
 };
 export type AgentEvent = Infer<typeof AgentEventSchema>;
 export type AgentEventType = AgentEvent["type"];
@@ -705,6 +718,10 @@ export type AgentEventType = AgentEvent["type"];
 export type EventOf<T extends AgentEventType> = Extract<AgentEvent, {
     type: T;
 }>;
+/** A reasoning mode's progress (`type: "progress"`), told apart by `kind`. */
+export type ProgressEvent = EventOf<"progress">;
+/** The kinds of progress (`tot_expand`, `got_plan` …). */
+export type ProgressKind = ProgressEvent["kind"];
 /** The frame that closes each run in the native format. */
 export declare const ExecuteCompleteSchema: import("./schema.js").ObjectSchema<{
     type: import("./schema.js").Schema<"execute_complete">;
@@ -1030,6 +1047,7 @@ export declare const NativeFrameSchema: import("./schema.js").Schema<{
     }[];
 }> & {
     readonly tags: string[];
+    readonly subTags: Record<string, string[]>;
 };
 export type NativeEvent = EventOf<NativeEventType> | ExecuteComplete;
 export declare const ToolSpecSchema: import("./schema.js").ObjectSchema<{

@@ -114,27 +114,53 @@ export function obj<S extends Shape>(shape: S): ObjectSchema<S> {
   };
 }
 
-/** A union of objects told apart by the string field `tag`. */
+/**
+ * A union of objects told apart by the string field `tag`; members that share a `tag` value
+ * are told apart by the string field `sub` (Weft's `{"type": "progress", "kind": …}`).
+ */
 export function tagged<const K extends string, const M extends readonly ObjectSchema<Shape>[]>(
   tag: K,
   members: M,
-): Schema<Infer<M[number]>> & { readonly tags: string[] } {
-  const byTag = new Map<string, ObjectSchema<Shape>>();
+  sub?: string,
+): Schema<Infer<M[number]>> & { readonly tags: string[]; readonly subTags: Record<string, string[]> } {
+  const valueOf = (member: ObjectSchema<Shape>, key: string): string | undefined => {
+    const field = member.shape[key] as Schema<string> | undefined;
+    return field === undefined ? undefined : (JSON.parse(field.describe) as string);
+  };
+  const byTag = new Map<string, ObjectSchema<Shape>[]>();
   for (const member of members) {
-    const field = member.shape[tag] as Schema<string>;
-    byTag.set(JSON.parse(field.describe) as string, member);
+    const t = valueOf(member, tag) as string;
+    byTag.set(t, [...(byTag.get(t) ?? []), member]);
+  }
+  const subTags: Record<string, string[]> = {};
+  for (const [t, group] of byTag) {
+    if (group.length > 1) {
+      if (sub === undefined) throw new Error(`tagged: ${tag} ${t} is shared and no sub tag tells its members apart`);
+      subTags[t] = group.map((m) => valueOf(m, sub) ?? "");
+    }
   }
   return {
     tags: [...byTag.keys()],
+    subTags,
     describe: `one of ${[...byTag.keys()].join(", ")} by ${tag}`,
     check(value, path, errors, strict) {
-      const t = typeof value === "object" && value !== null ? (value as Record<string, unknown>)[tag] : undefined;
-      const member = typeof t === "string" ? byTag.get(t) : undefined;
-      if (!member) {
+      const record = typeof value === "object" && value !== null ? (value as Record<string, unknown>) : undefined;
+      const t = record?.[tag];
+      const group = typeof t === "string" ? byTag.get(t) : undefined;
+      if (!group) {
         errors.push(`${path}.${tag}: unknown ${tag} ${JSON.stringify(t)}`);
         return;
       }
-      member.check(value, path, errors, strict);
+      let member = group[0];
+      if (group.length > 1 && sub !== undefined) {
+        const s = record?.[sub];
+        member = group.find((m) => valueOf(m, sub) === s);
+        if (!member) {
+          errors.push(`${path}.${sub}: unknown ${sub} ${JSON.stringify(s)} of ${tag} ${JSON.stringify(t)}`);
+          return;
+        }
+      }
+      member?.check(value, path, errors, strict);
     },
   };
 }

@@ -158,24 +158,48 @@ const ev = {
     timestamp: int,
     state: json,
   }),
-  tot_expand: obj({ type: lit("tot_expand"), candidates: arr(str) }),
-  tot_evaluate: obj({ type: lit("tot_evaluate"), chosen: int, scores: arr(num) }),
-  tot_backtrack: obj({ type: lit("tot_backtrack"), reason: str, toDepth: int }),
-  got_plan: obj({ type: lit("got_plan"), nodeCount: int, edgeCount: int, nodeIds: arr(str) }),
-  got_node_start: obj({ type: lit("got_node_start"), id: str }),
-  got_node_complete: obj({ type: lit("got_node_complete"), id: str, resultSummary: str }),
-  got_node_failed: obj({ type: lit("got_node_failed"), id: str, error: str }),
-  got_expand: obj({ type: lit("got_expand"), nodeId: str, nodesAdded: int, edgesAdded: int }),
+  // A reasoning mode's progress: one `progress` event, told apart by `kind`, with the stream
+  // protocol's field names (snake_case, as weft-core's `ModeProgress`).
+  tot_expand: obj({ type: lit("progress"), kind: lit("tot_expand"), candidates: arr(str) }),
+  tot_evaluate: obj({
+    type: lit("progress"),
+    kind: lit("tot_evaluate"),
+    chosen: int,
+    scores: arr(num),
+    rule_based: opt(bool),
+  }),
+  tot_backtrack: obj({ type: lit("progress"), kind: lit("tot_backtrack"), reason: str, to_depth: int }),
+  got_plan: obj({
+    type: lit("progress"),
+    kind: lit("got_plan"),
+    node_count: int,
+    edge_count: int,
+    node_ids: arr(str),
+  }),
+  got_node_start: obj({ type: lit("progress"), kind: lit("got_node_start"), id: str }),
+  got_node_complete: obj({ type: lit("progress"), kind: lit("got_node_complete"), id: str, result_summary: str }),
+  got_node_failed: obj({ type: lit("progress"), kind: lit("got_node_failed"), id: str, error: str }),
+  got_expand: obj({
+    type: lit("progress"),
+    kind: lit("got_expand"),
+    node_id: str,
+    nodes_added: int,
+    edges_added: int,
+  }),
   custom: obj({ type: lit("custom"), value: json }),
   error: obj({ type: lit("error"), error: str, message: opt(MessageSchema) }),
 } as const;
 
 /** Every canonical event (`AgentEvent` in weft-core). */
-export const AgentEventSchema = tagged("type", Object.values(ev));
+export const AgentEventSchema = tagged("type", Object.values(ev), "kind");
 export type AgentEvent = Infer<typeof AgentEventSchema>;
 export type AgentEventType = AgentEvent["type"];
 /** The event of one `type`. */
 export type EventOf<T extends AgentEventType> = Extract<AgentEvent, { type: T }>;
+/** A reasoning mode's progress (`type: "progress"`), told apart by `kind`. */
+export type ProgressEvent = EventOf<"progress">;
+/** The kinds of progress (`tot_expand`, `got_plan` …). */
+export type ProgressKind = ProgressEvent["kind"];
 
 /** The frame that closes each run in the native format. */
 export const ExecuteCompleteSchema = obj({

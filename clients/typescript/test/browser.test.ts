@@ -219,17 +219,18 @@ describe("the playground in Chromium", { skip: !executable }, () => {
     assert.match((await p.locator('.tool[data-call="call_weather_1"] .output').textContent()) ?? "", /not found/);
     assert.equal(await p.locator("#sessions li").count(), 1);
 
-    // The native stream never carries ToT/GoT events (and the server runs react only), so the
-    // view is fed the canonical events directly.
+    // The native stream never carries ToT/GoT progress, so the view is fed the canonical
+    // events (`{type: "progress", kind, …}`) directly.
     await p.evaluate(() => {
       const w = (globalThis as unknown as { weftPlayground: { apply(e: unknown): void } }).weftPlayground;
-      w.apply({ type: "tot_expand", candidates: ["search first", "answer directly", "ask the user"] });
-      w.apply({ type: "tot_evaluate", chosen: 1, scores: [0.4, 0.9, 0.2] });
-      w.apply({ type: "got_plan", nodeCount: 3, edgeCount: 2, nodeIds: ["a", "b", "c"] });
-      w.apply({ type: "got_node_start", id: "a" });
-      w.apply({ type: "got_node_complete", id: "a", resultSummary: "found it" });
-      w.apply({ type: "got_node_start", id: "b" });
-      w.apply({ type: "got_node_failed", id: "c", error: "timeout" });
+      const progress = (kind: string, fields: object) => w.apply({ type: "progress", kind, ...fields });
+      progress("tot_expand", { candidates: ["search first", "answer directly", "ask the user"] });
+      progress("tot_evaluate", { chosen: 1, scores: [0.4, 0.9, 0.2] });
+      progress("got_plan", { node_count: 3, edge_count: 2, node_ids: ["a", "b", "c"] });
+      progress("got_node_start", { id: "a" });
+      progress("got_node_complete", { id: "a", result_summary: "found it" });
+      progress("got_node_start", { id: "b" });
+      progress("got_node_failed", { id: "c", error: "timeout" });
     });
     assert.equal(await p.isVisible("#reasoning"), true);
     assert.equal(await p.locator("#tot li.chosen").textContent(), "answer directly — 0.90");

@@ -62,10 +62,15 @@ describe("golden streams", () => {
 
   test("the event tags are exactly AgentEvent::kind's", () => {
     const source = readFileSync(join(repo, "crates", "weft-core", "src", "event.rs"), "utf8");
-    const kind = source.slice(source.indexOf("pub fn kind"), source.indexOf("pub fn is_plan_event"));
-    const rust = [...kind.matchAll(/=> "([a-z_]+)"/g)].map((m) => m[1]).sort();
-    assert.ok(rust.length > 30);
+    // ModeProgress::kind (the `kind` of a `progress` event), then AgentEvent::kind.
+    const modeKinds = source.slice(source.indexOf("pub fn kind"), source.indexOf("impl AgentEvent"));
+    const eventKinds = source.slice(source.indexOf("impl AgentEvent"), source.indexOf("pub fn is_plan_event"));
+    const literals = (text: string) => [...text.matchAll(/=> "([a-z_]+)"/g)].map((m) => m[1]).sort();
+    const rust = [...literals(eventKinds), "progress"].sort();
+    assert.ok(rust.length > 20);
     assert.deepEqual([...AgentEventSchema.tags].sort(), rust);
+    assert.deepEqual([...(AgentEventSchema.subTags.progress ?? [])].sort(), literals(modeKinds));
+    assert.ok(literals(modeKinds).length >= 8);
     const native = readFileSync(join(repo, "crates", "weft-protocol", "src", "native", "mod.rs"), "utf8");
     const list = native.slice(native.indexOf("const PLAN_EVENTS"), native.indexOf("];", native.indexOf("const PLAN_EVENTS")));
     assert.deepEqual([...list.matchAll(/"([a-z_]+)"/g)].map((m) => m[1]), [...NATIVE_EVENT_TYPES]);
