@@ -29,6 +29,18 @@ use crate::tool::{
     truncation_note,
 };
 
+/// A model call made in a node run of its own ([`Run::model_node`]).
+struct ModelNode {
+    /// The run's state before the node.
+    before: serde_json::Value,
+    step_id: String,
+    started_at: u64,
+    latency_ms: u64,
+    message: AssistantMessage,
+    /// Why the call failed, if it did.
+    failure: Option<String>,
+}
+
 /// One run in progress.
 pub(crate) struct Run {
     agent: Arc<AgentInner>,
@@ -410,22 +422,8 @@ impl Run {
             (request, s.step_count, agent.provider_for(&s.provider), node_id)
         };
         agent.hooks.before_model_call(&mut request).await;
-
-        let before = self.mode_state();
-        let step_id = uuid::Uuid::new_v4().to_string();
-        self.emitter.emit(AgentEvent::NodeEnter { name: name.into(), node_id: node_id.clone() });
-        self.emitter.emit(AgentEvent::StepStart { step_id: step_id.clone(), step_index });
-        self.emitter.emit(AgentEvent::MessageStart { role: Role::Assistant });
-
-        let started_at = now_ms();
-        let clock = Instant::now();
-        let stream = provider.stream(request, self.cancel.child_token());
-        let message = self.stream_message(stream).await;
-        let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
-
-        let failure = message.stop_reason.is_failure().then(|| {
-            message.error_message.clone().unwrap_or_else(|| "the model call failed".to_string())
-        });
+        let ModelNode { before, step_id, started_at, latency_ms, message, failure } =
+            self.model_node(name, &node_id, step_index, provider.as_ref(), request).await;
         let dispositions =
             if failure.is_some() { Vec::new() } else { self.dispositions(&message).await };
         // The machine appends the message to the log; the events repeat the log's own.
@@ -465,6 +463,32 @@ impl Run {
         progress
     }
 
+    /// Enters node run `node_id` (named `name`) and streams one model call in it as step
+    /// `step_index`: what the caller needs to hand the message on.
+    async fn model_node(
+        &mut self,
+        name: &str,
+        node_id: &str,
+        step_index: u32,
+        provider: &dyn weft_llm::Provider,
+        request: ModelRequest,
+    ) -> ModelNode {
+        let before = self.mode_state();
+        let step_id = uuid::Uuid::new_v4().to_string();
+        self.emitter.emit(AgentEvent::NodeEnter { name: name.into(), node_id: node_id.into() });
+        self.emitter.emit(AgentEvent::StepStart { step_id: step_id.clone(), step_index });
+        self.emitter.emit(AgentEvent::MessageStart { role: Role::Assistant });
+        let started_at = now_ms();
+        let clock = Instant::now();
+        let stream = provider.stream(request, self.cancel.child_token());
+        let message = self.stream_message(stream).await;
+        let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let failure = message.stop_reason.is_failure().then(|| {
+            message.error_message.clone().unwrap_or_else(|| "the model call failed".to_string())
+        });
+        ModelNode { before, step_id, started_at, latency_ms, message, failure }
+    }
+
     /// A scratch model call in node `name`: the prompt alone, no tools; its answer is the
     /// mode's, never part of the conversation.
     async fn scratch(&mut self, name: &'static str, prompt: String) -> Progress {
@@ -486,19 +510,8 @@ impl Run {
             let node_id = self.machine.node_id(s, name);
             (request, s.step_count, agent.provider_for(&s.provider), node_id)
         };
-        let before = self.mode_state();
-        let step_id = uuid::Uuid::new_v4().to_string();
-        self.emitter.emit(AgentEvent::NodeEnter { name: name.into(), node_id: node_id.clone() });
-        self.emitter.emit(AgentEvent::StepStart { step_id: step_id.clone(), step_index });
-        self.emitter.emit(AgentEvent::MessageStart { role: Role::Assistant });
-        let started_at = now_ms();
-        let clock = Instant::now();
-        let stream = provider.stream(request, self.cancel.child_token());
-        let message = self.stream_message(stream).await;
-        let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let failure = message.stop_reason.is_failure().then(|| {
-            message.error_message.clone().unwrap_or_else(|| "the model call failed".to_string())
-        });
+        let ModelNode { before, step_id, started_at, latency_ms, message, failure } =
+            self.model_node(name, &node_id, step_index, provider.as_ref(), request).await;
         let shared = Arc::new(Message::Assistant(message.clone()));
         self.emitter.emit(AgentEvent::MessageEnd { message: Arc::clone(&shared) });
         if let Some(error) = &failure {
