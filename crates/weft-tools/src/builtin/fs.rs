@@ -77,7 +77,7 @@ impl Root {
         let root = self.root.clone();
         let path = path.to_string();
         blocking(move || {
-            let mut file = open_confined(&root, &real, &path, OpenOptions::new().read(true))?;
+            let mut file = open_confined(&root, &real, &path, Access::Read)?;
             let len = file.metadata().map_err(|e| ToolError::failed(format!("{path}: {e}")))?.len();
             if len > MAX_READ {
                 return Err(ToolError::failed(format!(
@@ -150,8 +150,7 @@ impl Root {
         let content = content.to_string();
         blocking(move || {
             // Created when missing, never truncated before the opened file is checked.
-            let mut file =
-                open_confined(&root, &target, &path, OpenOptions::new().write(true).create(true))?;
+            let mut file = open_confined(&root, &target, &path, Access::WriteCreate)?;
             let failed = |e: std::io::Error| ToolError::failed(format!("{path}: {e}"));
             file.set_len(0).map_err(failed)?;
             file.write_all(content.as_bytes()).map_err(failed)?;
@@ -163,25 +162,54 @@ impl Root {
     }
 }
 
-/// Opens `real` (a path already resolved inside `root`) with `options`, not following a final
+/// What a file is opened for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// Reading.
+    Read,
+    /// Writing, created when missing (never truncated by the open).
+    WriteCreate,
+}
+
+/// Opens `real` (a path already resolved inside `root`) for `access`, not following a final
 /// symlink and not blocking on a FIFO, and checks the opened file: a regular file, and (on
 /// Linux) still inside `root` by the path of the open descriptor. `path` is the caller's, for
 /// errors.
-fn open_confined(
-    root: &Path,
-    real: &Path,
-    path: &str,
-    options: &mut OpenOptions,
-) -> Result<File, ToolError> {
-    let file = options
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(real)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => ToolError::denied(format!(
-                "{path:?} became a symlink; the file tools do not follow it"
-            )),
-            _ => ToolError::failed(format!("{path}: {e}")),
-        })?;
+///
+/// On Linux the open itself is confined: `openat2(2)` relative to the root with
+/// `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`, so a directory swapped for a symlink between the
+/// check and the open is refused by the kernel before anything is created or opened (a plain
+/// open with `O_CREAT` would create the file outside the root, and only the check after it
+/// would notice). Kernels before 5.6 have no `openat2`: there the plain open is used.
+fn open_confined(root: &Path, real: &Path, path: &str, access: Access) -> Result<File, ToolError> {
+    let open_error = |e: std::io::Error| match e.raw_os_error() {
+        Some(libc::ELOOP) => ToolError::denied(format!(
+            "{path:?} is or leads through a symlink (it became one while opening); the file \
+             tools do not follow it"
+        )),
+        Some(libc::EXDEV) => ToolError::denied(format!(
+            "{path:?} leads outside the tool's root directory (changed while opening)"
+        )),
+        _ => ToolError::failed(format!("{path}: {e}")),
+    };
+    #[cfg(target_os = "linux")]
+    let beneath = open_beneath(root, real, access).map_err(open_error)?;
+    #[cfg(not(target_os = "linux"))]
+    let beneath = None;
+    let file = match beneath {
+        Some(file) => file,
+        None => {
+            let mut options = OpenOptions::new();
+            match access {
+                Access::Read => options.read(true),
+                Access::WriteCreate => options.write(true).create(true),
+            };
+            options
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+                .open(real)
+                .map_err(open_error)?
+        }
+    };
     let meta = file.metadata().map_err(|e| ToolError::failed(format!("{path}: {e}")))?;
     if !meta.is_file() {
         return Err(ToolError::denied(format!("{path:?} is not a regular file")));
@@ -200,6 +228,35 @@ fn open_confined(
     #[cfg(not(target_os = "linux"))]
     let _ = root;
     Ok(file)
+}
+
+/// `real` opened with `openat2(2)` beneath `root` (no component may leave it or be a
+/// symlink); `None` when the kernel has no `openat2`.
+#[cfg(target_os = "linux")]
+fn open_beneath(root: &Path, real: &Path, access: Access) -> std::io::Result<Option<File>> {
+    use nix::errno::Errno;
+    use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
+    use nix::sys::stat::Mode;
+    let Ok(relative) = real.strip_prefix(root) else {
+        return Err(std::io::Error::from_raw_os_error(libc::EXDEV));
+    };
+    let dir = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(root)?;
+    let (flags, mode) = match access {
+        Access::Read => (OFlag::O_RDONLY, Mode::empty()),
+        Access::WriteCreate => (OFlag::O_WRONLY | OFlag::O_CREAT, Mode::from_bits_truncate(0o666)),
+    };
+    let how = OpenHow::new()
+        .flags(flags | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC)
+        .mode(mode)
+        .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS);
+    match openat2(&dir, relative, how) {
+        Ok(fd) => Ok(Some(File::from(fd))),
+        Err(Errno::ENOSYS) => Ok(None),
+        Err(errno) => Err(std::io::Error::from(errno)),
+    }
 }
 
 /// Runs blocking file work off the async runtime.
@@ -235,27 +292,26 @@ mod tests {
         std::fs::rename(root_dir.join("docs"), base.path().join("old-docs")).unwrap();
         std::os::unix::fs::symlink(&outside, root_dir.join("docs")).unwrap();
 
-        let err = open_confined(&root.root, &resolved, "docs/a.txt", OpenOptions::new().read(true))
-            .unwrap_err();
+        let err = open_confined(&root.root, &resolved, "docs/a.txt", Access::Read).unwrap_err();
         assert!(matches!(err, ToolError::Denied(_)), "{err:?}");
-        assert!(err.to_string().contains("changed while opening"), "{err}");
+        assert!(err.to_string().contains("while opening"), "{err}");
         // Writing through the swapped path neither truncates nor writes the outside file.
-        let err = open_confined(
-            &root.root,
-            &resolved,
-            "docs/a.txt",
-            OpenOptions::new().write(true).create(true),
-        )
-        .unwrap_err();
+        let err =
+            open_confined(&root.root, &resolved, "docs/a.txt", Access::WriteCreate).unwrap_err();
         assert!(matches!(err, ToolError::Denied(_)), "{err:?}");
         assert_eq!(std::fs::read_to_string(outside.join("a.txt")).unwrap(), "secret");
+        // Nor creates a file there: the open itself is confined (openat2 beneath the root).
+        let missing = root_dir.join("docs/new.txt");
+        let err =
+            open_confined(&root.root, &missing, "docs/new.txt", Access::WriteCreate).unwrap_err();
+        assert!(matches!(err, ToolError::Denied(_)), "{err:?}");
+        assert!(!outside.join("new.txt").exists(), "a file was created outside the root");
 
         // A final component swapped for a symlink is not followed at all.
         std::fs::remove_file(root_dir.join("docs")).unwrap();
         std::fs::create_dir(root_dir.join("docs")).unwrap();
         std::os::unix::fs::symlink(outside.join("a.txt"), root_dir.join("docs/a.txt")).unwrap();
-        let err = open_confined(&root.root, &resolved, "docs/a.txt", OpenOptions::new().read(true))
-            .unwrap_err();
-        assert!(err.to_string().contains("became a symlink"), "{err}");
+        let err = open_confined(&root.root, &resolved, "docs/a.txt", Access::Read).unwrap_err();
+        assert!(err.to_string().contains("became one"), "{err}");
     }
 }
