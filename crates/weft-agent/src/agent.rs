@@ -1127,15 +1127,9 @@ impl SessionHandle {
         &self,
         after_seq: u64,
     ) -> impl Stream<Item = Arc<EventRecord>> + Send + 'static {
-        let hub = self.hub();
-        // The stream owns the log it reads (the session may move on to a fresh one).
-        async_stream::stream! {
-            let events = hub.subscribe(after_seq, true);
-            futures::pin_mut!(events);
-            while let Some(record) = futures::StreamExt::next(&mut events).await {
-                yield record;
-            }
-        }
+        // The stream owns the log it reads (the session may move on to a fresh one): the hub's
+        // own stream, not a second one wrapped around it (each event would pass two generators).
+        self.hub().subscribe(after_seq, true)
     }
 
     /// The sequence number of the session's last event.

@@ -27,6 +27,8 @@ pub type Sequenced = (u64, AgentEvent);
 
 /// How many events are published in one batch at most.
 pub(crate) const BATCH: usize = 256;
+/// How many queued events' room the emitter keeps after publishing a smaller batch.
+const KEEP_DRAFTS: usize = 16;
 
 /// What a run did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -234,7 +236,9 @@ impl Emitter {
         Self {
             hub,
             run_id: Arc::from(run_id),
-            buf: Vec::with_capacity(BATCH),
+            // Grown as needed: a run paced by its model publishes one or two events at a time,
+            // and every running session holds this buffer (a whole batch is ~50 KiB).
+            buf: Vec::new(),
             node: None,
             failure: None,
         }
@@ -298,15 +302,20 @@ impl Emitter {
         if self.buf.is_empty() {
             return;
         }
-        let mut batch = std::mem::replace(&mut self.buf, Vec::with_capacity(BATCH));
         if self.hub.lagging() {
-            batch = merge_deltas(batch);
+            self.buf = merge_deltas(std::mem::take(&mut self.buf));
         }
-        if let Err(error) = self.hub.publish(&self.run_id, batch).await
+        let published = self.buf.len();
+        // The buffer is drained, not replaced: no allocation per batch.
+        if let Err(error) = self.hub.publish(&self.run_id, &mut self.buf).await
             && self.failure.is_none()
         {
             tracing::error!(%error, "reserving event numbers failed: the run stops");
             self.failure = Some(error);
+        }
+        // A burst does not keep its room for the rest of a run that has slowed down.
+        if published < KEEP_DRAFTS && self.buf.capacity() > KEEP_DRAFTS {
+            self.buf.shrink_to(KEEP_DRAFTS);
         }
     }
 

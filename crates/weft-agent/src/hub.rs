@@ -8,8 +8,9 @@
 //! - **Keeping.** Published events stay in memory until the store has them, and a window of the
 //!   most recent ones after that, so watchers close behind are served from memory.
 //! - **Persisting.** A persister task writes what is new in batches (group commit): when woken,
-//!   at most every [`PERSIST_EVERY`]; a barrier ([`Hub::persist`]) waits until everything
-//!   published so far is stored. Nothing waits for a watcher.
+//!   at once if its last write was a while ago (a paced stream costs no timer per event), after
+//!   a short gather ([`GATHER`]) when writes come close together; a barrier ([`Hub::persist`])
+//!   waits until everything published so far is stored. Nothing waits for a watcher.
 //! - **Watching.** [`Hub::subscribe`] gives the events after a seq: from memory when they are
 //!   still there, from the store otherwise, then live ones as they are published, with no gap
 //!   and no duplicate at the hand-over. A watcher that falls behind reads the store and never
@@ -44,6 +45,11 @@ const MAX_RESERVE_BLOCK: u64 = 1 << 20;
 const RETAIN: usize = 64;
 /// How long a published event may wait before the persister writes it.
 pub(crate) const PERSIST_EVERY: Duration = Duration::from_millis(50);
+/// How long the persister, woken, waits for more events to write them together, when its last
+/// write ended less than [`GATHER_WITHIN`] before.
+const GATHER: Duration = Duration::from_millis(2);
+/// See [`GATHER`]: events published further apart than this are written at once.
+const GATHER_WITHIN: Duration = Duration::from_millis(10);
 /// How many events one read from the store returns at most.
 const READ_PAGE: usize = 1024;
 /// Unpersisted events beyond which adjacent deltas are merged before numbering.
@@ -167,11 +173,12 @@ impl Hub {
     }
 
     /// Numbers `events` (each with its node id) and makes them visible, reserving numbers in the
-    /// store when needed. Returns the seq of the last one.
+    /// store when needed; `events` is left empty (its room kept for the caller's next batch).
+    /// Returns the seq of the last one.
     pub(crate) async fn publish(
         &self,
         run_id: &Arc<str>,
-        events: Vec<Draft>,
+        events: &mut Vec<Draft>,
     ) -> Result<u64, StoreError> {
         if events.is_empty() {
             return Ok(self.last_seq());
@@ -184,14 +191,20 @@ impl Hub {
         reserved.map(|()| last)
     }
 
-    /// Numbers `events`, adds them to memory and wakes the watchers.
-    fn show(&self, run_id: &Arc<str>, events: Vec<Draft>) -> u64 {
+    /// Numbers `events` (leaving it empty), adds them to memory and wakes the watchers.
+    fn show(&self, run_id: &Arc<str>, events: &mut Vec<Draft>) -> u64 {
         let last = {
-            let mut state = self.lock();
-            let records = self.number(&state, run_id, events);
-            state.last_seq = records.last().map_or(state.last_seq, |r| r.seq);
-            state.events.extend(records);
-            state.last_seq
+            let mut guard = self.lock();
+            let state = &mut *guard;
+            let at = now_ms();
+            let mut seq = state.last_seq;
+            // Straight into memory: no vector of records per batch.
+            state.events.extend(events.drain(..).map(|draft| {
+                seq += 1;
+                self.record(run_id, seq, at, draft)
+            }));
+            state.last_seq = seq;
+            seq
         };
         self.published.notify_waiters();
         last
@@ -202,9 +215,11 @@ impl Hub {
     pub(crate) async fn publish_durable(
         &self,
         run_id: &Arc<str>,
-        events: Vec<Draft>,
+        mut events: Vec<Draft>,
     ) -> Result<u64, StoreError> {
-        let Some(store) = self.store.clone() else { return self.publish(run_id, events).await };
+        let Some(store) = self.store.clone() else {
+            return self.publish(run_id, &mut events).await;
+        };
         if events.is_empty() {
             return Ok(self.last_seq());
         }
@@ -213,7 +228,7 @@ impl Hub {
             Err(error) => Err(error),
         };
         if let Err(error) = ready {
-            self.show(run_id, events);
+            self.show(run_id, &mut events);
             return Err(error);
         }
         // Numbered without being shown: the run is the hub's only publisher, so nothing else
@@ -273,17 +288,22 @@ impl Hub {
             .into_iter()
             .map(|draft| {
                 seq += 1;
-                Arc::new(EventRecord {
-                    session_id: Arc::clone(&self.session_id),
-                    run_id: Arc::clone(run_id),
-                    seq,
-                    node_id: draft.node_id,
-                    at,
-                    event: draft.event,
-                    messages: draft.messages,
-                })
+                self.record(run_id, seq, at, draft)
             })
             .collect()
+    }
+
+    /// The record of `draft`, numbered `seq`.
+    fn record(&self, run_id: &Arc<str>, seq: u64, at: u64, draft: Draft) -> Arc<EventRecord> {
+        Arc::new(EventRecord {
+            session_id: Arc::clone(&self.session_id),
+            run_id: Arc::clone(run_id),
+            seq,
+            node_id: draft.node_id,
+            at,
+            event: draft.event,
+            messages: draft.messages,
+        })
     }
 
     /// Waits until everything published so far is in the store.
@@ -319,7 +339,7 @@ impl Hub {
         self: &Arc<Self>,
         after_seq: u64,
         follow_run: bool,
-    ) -> impl Stream<Item = Arc<EventRecord>> + Send + 'static {
+    ) -> impl Stream<Item = Arc<EventRecord>> + Send + use<> {
         let hub = Arc::clone(self);
         async_stream::stream! {
             let mut next = after_seq + 1;
@@ -404,14 +424,21 @@ impl Hub {
     /// (into `batch`, which is empty when called).
     fn take_from_memory(&self, next: u64, batch: &mut Vec<Arc<EventRecord>>) -> (bool, bool, u64) {
         let state = self.lock();
-        let first = state.events.front().map_or(state.last_seq + 1, |r| r.seq);
-        if next < first {
-            return (false, state.live, state.last_seq);
-        }
         if next > state.last_seq {
             return (true, state.live, state.last_seq);
         }
-        let start = first_at_or_after(&state.events, next);
+        // A live watcher wants what was just published: found from the back, among the records
+        // it is about to read (the front is older, and a cache miss per look).
+        let start = match last_at_or_after(&state.events, next) {
+            Some(start) => start,
+            None => {
+                let first = state.events.front().map_or(state.last_seq + 1, |r| r.seq);
+                if next < first {
+                    return (false, state.live, state.last_seq);
+                }
+                first_at_or_after(&state.events, next)
+            }
+        };
         batch.extend(state.events.range(start..).take(READ_PAGE).cloned());
         (true, state.live, state.last_seq)
     }
@@ -469,8 +496,12 @@ impl Hub {
     /// The events not yet persisted.
     fn unpersisted(&self) -> Vec<Arc<EventRecord>> {
         let state = self.lock();
-        let start = first_at_or_after(&state.events, state.persisted + 1);
-        state.events.range(start..).cloned().collect()
+        if state.persisted >= state.last_seq {
+            return Vec::new();
+        }
+        // They are the last ones: counted from the back, looking at no older record.
+        let count = state.events.iter().rev().take_while(|r| r.seq > state.persisted).count();
+        state.events.range(state.events.len() - count..).cloned().collect()
     }
 
     /// The store has everything up to `seq`: trims memory to the retention window.
@@ -506,6 +537,15 @@ fn first_at_or_after(events: &VecDeque<Arc<EventRecord>>, seq: u64) -> usize {
     }
 }
 
+/// The index of the event with seq `seq`, found by arithmetic from the back (where live
+/// watchers read): `None` when that record is not `seq` (a reservation gap, or not in memory).
+fn last_at_or_after(events: &VecDeque<Arc<EventRecord>>, seq: u64) -> Option<usize> {
+    let back = events.back()?;
+    let from_back = usize::try_from(back.seq.checked_sub(seq)?).ok()?;
+    let i = events.len().checked_sub(1 + from_back)?;
+    (events.get(i)?.seq == seq).then_some(i)
+}
+
 enum RemoteTail {
     Events(Vec<Arc<EventRecord>>),
     Wait,
@@ -516,6 +556,8 @@ enum RemoteTail {
 async fn persister(hub: Arc<Hub>) {
     let Some(store) = hub.store.clone() else { return };
     let mut backoff = PERSIST_EVERY;
+    // When the last write ended.
+    let mut last_write: Option<tokio::time::Instant> = None;
     loop {
         let woken = hub.pending.notified();
         tokio::pin!(woken);
@@ -533,14 +575,19 @@ async fn persister(hub: Arc<Hub>) {
                 return;
             }
             woken.await;
-            // Gather what comes in the next moments into the same write.
-            tokio::time::sleep(Duration::from_millis(2)).await;
+            // Writes close together (a run publishing faster than the store writes): gather
+            // what comes in the next moments into the same write. A paced stream (a model's
+            // tokens) is written as it comes, without a timer per event.
+            if last_write.is_some_and(|at| at.elapsed() < GATHER_WITHIN) {
+                tokio::time::sleep(GATHER).await;
+            }
             continue;
         }
         let last = batch.last().map_or(0, |r| r.seq);
         match store.append_events(&hub.session_id, batch).await {
             Ok(()) => {
                 backoff = PERSIST_EVERY;
+                last_write = Some(tokio::time::Instant::now());
                 hub.persisted_up_to(last);
             }
             Err(error) => {
