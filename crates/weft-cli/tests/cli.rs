@@ -303,7 +303,7 @@ fn model_defaults_to_faux() {
         .into_iter()
         .filter_map(|e| match e {
             AgentEvent::MessageEnd { message } => match &*message {
-                Message::Assistant(m) => Some(m.model.clone()),
+                Message::Assistant(m) => Some(m.model.to_string()),
                 _ => None,
             },
             _ => None,

@@ -41,7 +41,7 @@ pub mod usage;
 pub use event::{AgentEvent, ModeProgress};
 pub use history::History;
 pub use message::{
-    AssistantContent, AssistantMessage, ImageContent, Message, Role, StopReason, TextContent,
+    AssistantContent, AssistantMessage, ImageContent, Message, Name, Role, StopReason, TextContent,
     ThinkingContent, TimestampMs, ToolCall, ToolResultMessage, UserContent, UserMessage, now_ms,
 };
 pub use session::{ApprovalDecision, CallSlot, CallState, Input, OpenTurn, Session, SessionStatus};

@@ -4,13 +4,198 @@
 //! tag on blocks). A user or tool-result `content` given as a plain string is accepted on input
 //! and always written back as a list of blocks.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use std::borrow::Borrow;
+use std::collections::HashSet;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::usage::{Cost, Usage};
 
 /// Milliseconds since the Unix epoch; every timestamp in the canonical model uses it.
 pub type TimestampMs = u64;
+
+/// A short name that many messages repeat (a provider, a model id): one shared, immutable
+/// string, interned, so ten thousand messages of `claude-sonnet-4-5` hold one copy of it and a
+/// pointer each (16 bytes, against a `String`'s 24 plus its own allocation).
+///
+/// It reads as a `&str` (`Deref`, [`as_str`](Self::as_str), comparisons with `str` and
+/// `String`), is made from either, and its JSON form is the plain string.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Name(Arc<str>);
+
+/// At most this many distinct names are interned; past it (names come from outside input:
+/// loaded sessions, client messages) a new name gets its own string, so the table stays small.
+const INTERNED_MAX: usize = 1024;
+
+static INTERNED: Mutex<Option<HashSet<Arc<str>>>> = Mutex::new(None);
+
+impl Name {
+    /// The name `s`, sharing the string of an equal name made before.
+    pub fn new(s: &str) -> Self {
+        // A poisoned table is still a valid set of strings.
+        let mut table = INTERNED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let table = table.get_or_insert_with(HashSet::new);
+        if let Some(shared) = table.get(s) {
+            return Self(Arc::clone(shared));
+        }
+        let shared: Arc<str> = Arc::from(s);
+        if table.len() < INTERNED_MAX {
+            table.insert(Arc::clone(&shared));
+        }
+        Self(shared)
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The shared string.
+    pub fn as_arc(&self) -> &Arc<str> {
+        &self.0
+    }
+}
+
+impl Default for Name {
+    fn default() -> Self {
+        Self::new("")
+    }
+}
+
+impl Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Name {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for Name {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for Name {
+    fn from(s: &str) -> Self {
+        Self::new(s)
+    }
+}
+
+impl From<&String> for Name {
+    fn from(s: &String) -> Self {
+        Self::new(s)
+    }
+}
+
+impl From<String> for Name {
+    fn from(s: String) -> Self {
+        Self::new(&s)
+    }
+}
+
+impl From<&Name> for Name {
+    fn from(s: &Name) -> Self {
+        s.clone()
+    }
+}
+
+impl From<Arc<str>> for Name {
+    fn from(s: Arc<str>) -> Self {
+        Self::new(&s)
+    }
+}
+
+impl From<Name> for String {
+    fn from(n: Name) -> Self {
+        n.0.to_string()
+    }
+}
+
+impl From<Name> for Arc<str> {
+    fn from(n: Name) -> Self {
+        n.0
+    }
+}
+
+impl PartialEq<str> for Name {
+    fn eq(&self, other: &str) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl PartialEq<&str> for Name {
+    fn eq(&self, other: &&str) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<String> for Name {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<Name> for str {
+    fn eq(&self, other: &Name) -> bool {
+        *self == *other.0
+    }
+}
+
+impl PartialEq<Name> for &str {
+    fn eq(&self, other: &Name) -> bool {
+        **self == *other.0
+    }
+}
+
+impl PartialEq<Name> for String {
+    fn eq(&self, other: &Name) -> bool {
+        **self == *other.0
+    }
+}
+
+impl Serialize for Name {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Name {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Name;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Name, E> {
+                Ok(Name::new(v))
+            }
+        }
+        d.deserialize_str(Visitor)
+    }
+}
 
 /// Plain text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,10 +341,11 @@ pub struct AssistantMessage {
     /// What this call cost, when the model's prices are known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
-    /// The provider that made it (`openai`, `anthropic`, `faux` …).
-    pub provider: String,
-    /// The model id.
-    pub model: String,
+    /// The provider that made it (`openai`, `anthropic`, `faux` …), shared by every message
+    /// of that provider.
+    pub provider: Name,
+    /// The model id, shared by every message of that model.
+    pub model: Name,
     /// When it started.
     #[serde(default)]
     pub timestamp: TimestampMs,
@@ -167,7 +353,7 @@ pub struct AssistantMessage {
 
 impl AssistantMessage {
     /// An empty message of `provider`/`model`, stamped now, as a stream begins.
-    pub fn empty(provider: impl Into<String>, model: impl Into<String>) -> Self {
+    pub fn empty(provider: impl Into<Name>, model: impl Into<Name>) -> Self {
         Self {
             content: Vec::new(),
             stop_reason: StopReason::Stop,
@@ -321,8 +507,6 @@ impl Message {
                 if let Some(error) = &mut m.error_message {
                     error.shrink_to_fit();
                 }
-                m.provider.shrink_to_fit();
-                m.model.shrink_to_fit();
             }
             Self::ToolResult(m) => {
                 shrink_user(&mut m.content);
@@ -442,6 +626,25 @@ mod tests {
         assert_eq!(json["usage"]["cacheRead"], 0);
         let back: Message = serde_json::from_value(json).unwrap();
         assert_eq!(back, Message::Assistant(m));
+    }
+
+    #[test]
+    fn names_are_shared_and_read_as_strings() {
+        let a: Message = serde_json::from_str(
+            r#"{"role":"assistant","content":[],"stopReason":"stop","provider":"p-shared","model":"m-shared"}"#,
+        )
+        .unwrap();
+        let b = AssistantMessage::empty("p-shared", String::from("m-shared"));
+        let Message::Assistant(a) = a else { panic!("not an assistant message") };
+        assert!(Arc::ptr_eq(a.provider.as_arc(), b.provider.as_arc()), "one string, shared");
+        assert!(Arc::ptr_eq(a.model.as_arc(), b.model.as_arc()));
+        assert_eq!(a.model, "m-shared");
+        assert_eq!(a.model, String::from("m-shared"));
+        assert_eq!(a.model.as_str(), "m-shared");
+        assert_ne!(a.provider, a.model);
+        assert_eq!(serde_json::to_value(&a.provider).unwrap(), "p-shared");
+        assert!(serde_json::from_str::<Name>("42").is_err());
+        assert!(std::mem::size_of::<Message>() <= 200, "{}", std::mem::size_of::<Message>());
     }
 
     #[test]

@@ -152,11 +152,25 @@ impl PartialJson {
     ///
     /// Returns `Ok(v)` with `v` equal to what `serde_json::from_str::<Value>(self.text())` gives,
     /// or `Err` exactly when that call fails (for example on an empty or truncated text).
-    pub fn finish(mut self) -> Result<Value, PartialJsonError> {
+    pub fn finish(self) -> Result<Value, PartialJsonError> {
+        let end = self.text.len();
+        self.finish_at(end)
+    }
+
+    /// [`finish`](Self::finish), giving back the text pushed (moved, not copied) when it is not
+    /// valid JSON: a caller that keeps the raw text of a failed parse needs no copy of a text
+    /// that parsed.
+    pub fn finish_or_text(mut self) -> Result<Value, String> {
+        let text = mem::take(&mut self.text);
+        let end = text.len();
+        self.finish_at(end).map_err(|_| text)
+    }
+
+    /// [`finish`](Self::finish) for a text `end` bytes long.
+    fn finish_at(mut self, end: usize) -> Result<Value, PartialJsonError> {
         if let Some(error) = self.error {
             return Err(error);
         }
-        let end = self.text.len();
         let machine = &mut self.machine;
         if matches!(machine.state, State::Number(num) if num.is_complete()) {
             let cursor = navigate(&mut self.root, &machine.stack).ok_or_else(|| internal(end))?;

@@ -237,8 +237,9 @@ fn finish_arguments(parser: PartialJson) -> Value {
     if parser.text().trim().is_empty() {
         return Value::Object(Default::default());
     }
-    let raw = parser.text().to_string();
-    parser.finish().unwrap_or(Value::String(raw))
+    // The raw text is moved into the value only when it did not parse: no copy of the (possibly
+    // megabytes of) arguments otherwise.
+    parser.finish_or_text().unwrap_or_else(Value::String)
 }
 
 impl Stream for ProviderStream {

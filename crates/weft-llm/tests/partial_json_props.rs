@@ -552,3 +552,17 @@ fn check_against_serde_json(text: &str, sizes: &[usize]) -> Result<(), TestCaseE
     prop_assert_eq!(result.ok(), expected, "text: {:?}", text);
     Ok(())
 }
+
+#[test]
+fn finish_or_text_gives_the_value_or_the_raw_text_back() {
+    let mut p = PartialJson::new();
+    p.push(r#"{"a": [1, "#).unwrap();
+    p.push("2]}").unwrap();
+    assert_eq!(p.finish_or_text(), Ok(serde_json::json!({"a": [1, 2]})));
+    let mut p = PartialJson::new();
+    p.push(r#"{"a": tru"#).unwrap();
+    assert_eq!(p.finish_or_text(), Err(r#"{"a": tru"#.to_string()));
+    let mut p = PartialJson::new();
+    let _ = p.push(r#"{"a": x}"#);
+    assert_eq!(p.finish_or_text(), Err(r#"{"a": x}"#.to_string()));
+}

@@ -149,7 +149,8 @@ struct FauxStream {
     step: Step,
     /// Byte offset into the text being streamed.
     pos: usize,
-    /// The current tool call's argument text.
+    /// The current tool call's argument text, when it is not scripted as raw text (that one
+    /// streams from the script).
     args: String,
     next_index: u32,
     last_block: Option<Phase>,
@@ -236,7 +237,11 @@ impl FauxStream {
         match self.phase {
             Phase::Thinking => t.thinking.as_deref().unwrap_or(""),
             Phase::Text => t.text.as_deref().unwrap_or(""),
-            Phase::Tool(_) => &self.args,
+            // Arguments scripted as raw text stream from the script itself (no copy of them).
+            Phase::Tool(i) => match t.tool_calls.get(i).map(|c| &c.arguments) {
+                Some(serde_json::Value::String(raw)) => raw,
+                _ => &self.args,
+            },
             _ => "",
         }
     }
@@ -332,7 +337,8 @@ impl FauxStream {
                                         .unwrap_or_else(|| format!("call_{}_{i}", self.turn));
                                     let name = call.name.clone();
                                     self.args = match &call.arguments {
-                                        serde_json::Value::String(raw) => raw.clone(),
+                                        // Streamed from the script: see `block_text`.
+                                        serde_json::Value::String(_) => String::new(),
                                         serde_json::Value::Null => "{}".to_string(),
                                         v => v.to_string(),
                                     };
