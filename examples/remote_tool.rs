@@ -37,7 +37,7 @@ fn browser_execute(call: &ToolCall) -> anyhow::Result<ToolResultMessage> {
     struct ReadPage {
         selector: String,
     }
-    let args: ReadPage = serde_json::from_value(call.arguments.clone())
+    let args = ReadPage::deserialize(&*call.arguments)
         .with_context(|| format!("bad arguments for {}", call.name))?;
     Ok(match PAGE.iter().find(|(selector, _)| *selector == args.selector) {
         Some((_, text)) => ToolResultMessage::ok(call, *text),

@@ -236,7 +236,7 @@ impl GraphNodeRun {
             ..self.tool_context.clone()
         };
         let (tx, mut rx) = mpsc::channel(64);
-        tokio::spawn(run_one(0, tool, call.arguments.clone(), ctx, timeout, tx));
+        tokio::spawn(run_one(0, tool, serde_json::Value::clone(&call.arguments), ctx, timeout, tx));
         let mut result = Err(ToolError::failed("The tool ended without a result"));
         while let Some((_, event)) = rx.recv().await {
             match event {

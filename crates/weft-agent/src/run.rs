@@ -804,7 +804,8 @@ impl Run {
                 owner_id: owner_id.clone(),
                 cancel: self.cancel.child_token(),
             };
-            let args = call.arguments.clone();
+            // The tool takes its arguments by value (a typed tool moves them into its own type).
+            let args = serde_json::Value::clone(&call.arguments);
             let tx = tx.clone();
             tasks.spawn(run_one(i, tool, args, ctx, timeout, tx));
         }

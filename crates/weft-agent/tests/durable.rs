@@ -170,7 +170,7 @@ async fn a_suspended_session_resumes_in_another_process() {
     assert_eq!(session.status(), SessionStatus::AwaitingToolExecution);
     let pending = session.pending_tool_calls();
     assert_eq!(pending.len(), 1);
-    assert_eq!(pending[0].arguments, json!({"selector": "h1"}));
+    assert_eq!(pending[0].arguments, json!({"selector": "h1"}).into());
     let first_run_end = session.last_seq();
     assert!(first_run_end > 0);
 

@@ -252,7 +252,7 @@ async fn one_tool_call_then_final_answer() {
     assert_eq!(request.tools[0].name, "get_weather");
     let Message::Assistant(first) = &result.messages[1] else { panic!() };
     assert!(
-        matches!(&first.content[1], AssistantContent::ToolCall(c) if c.arguments == json!({"city": "Paris"}))
+        matches!(&first.content[1], AssistantContent::ToolCall(c) if c.arguments == json!({"city": "Paris"}).into())
     );
 }
 

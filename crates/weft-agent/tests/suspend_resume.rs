@@ -58,7 +58,7 @@ async fn remote_tool_suspends_and_a_result_resumes() {
     assert_eq!(result.status, SessionStatus::AwaitingToolExecution);
     assert_eq!(result.pending_tool_calls.len(), 1);
     let call = result.pending_tool_calls[0].clone();
-    assert_eq!((call.name.as_str(), &call.arguments), ("read_page", &json!({"selector": "h1"})));
+    assert_eq!((call.name.as_str(), &*call.arguments), ("read_page", &json!({"selector": "h1"})));
     assert_eq!(session.pending_tool_calls(), vec![call.clone()]);
     assert_eq!(session.status(), SessionStatus::AwaitingToolExecution);
     assert!(!events.iter().any(|e| matches!(e, AgentEvent::ToolExecutionStart { .. })));

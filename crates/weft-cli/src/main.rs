@@ -1127,7 +1127,7 @@ mod tests {
         let call = ToolCall {
             id: "c9".into(),
             name: "read_page".into(),
-            arguments: serde_json::json!({}),
+            arguments: serde_json::json!({}).into(),
         };
         let mut r = result(SessionStatus::AwaitingToolExecution, None);
         r.pending_tool_calls = vec![call.clone()];

@@ -284,7 +284,7 @@ impl<W: Write> Renderer<W> {
             let shown = streamed.is_some_and(|args| {
                 !args.text.is_empty()
                     && serde_json::from_str::<serde_json::Value>(&args.text)
-                        .is_ok_and(|value| value == call.arguments)
+                        .is_ok_and(|value| value == *call.arguments)
             });
             if shown {
                 self.names.insert(call.id.clone(), call.name.clone());
@@ -505,7 +505,7 @@ mod tests {
     }
 
     fn call(id: &str, name: &str, args: serde_json::Value) -> ToolCall {
-        ToolCall { id: id.into(), name: name.into(), arguments: args }
+        ToolCall { id: id.into(), name: name.into(), arguments: args.into() }
     }
 
     #[test]

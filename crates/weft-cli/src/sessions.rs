@@ -622,8 +622,11 @@ mod tests {
 
     #[test]
     fn a_session_shows_its_conversation_steps_and_totals() {
-        let call =
-            ToolCall { id: "c1".into(), name: "echo".into(), arguments: json!({"text": "hi"}) };
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "echo".into(),
+            arguments: json!({"text": "hi"}).into(),
+        };
         let first = assistant(
             vec![
                 AssistantContent::Thinking(ThinkingContent {
@@ -699,7 +702,8 @@ mod tests {
         let mut h = head();
         h.id = evil.into();
         h.model = evil.into();
-        let call = ToolCall { id: evil.into(), name: evil.into(), arguments: json!({"k": evil}) };
+        let call =
+            ToolCall { id: evil.into(), name: evil.into(), arguments: json!({"k": evil}).into() };
         let stored = StoredSession {
             head: h.clone(),
             messages: vec![

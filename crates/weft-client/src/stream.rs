@@ -330,7 +330,7 @@ async fn run_tool(tool: Arc<dyn Tool>, call: ToolCall) -> ToolResultMessage {
     let cancel = CancellationToken::new();
     let timeout = tool.timeout().unwrap_or(DEFAULT_TOOL_TIMEOUT);
     let ctx = ToolContext::new(call.id.clone(), cancel.clone());
-    let mut events = tool.execute(call.arguments.clone(), ctx);
+    let mut events = tool.execute(serde_json::Value::clone(&call.arguments), ctx);
     let task = tokio::spawn(async move {
         let mut streamed = String::new();
         while let Some(event) = events.next().await {

@@ -189,7 +189,7 @@ async fn the_approval_callback_decides() {
         let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
         let record = Arc::clone(&asked);
         let options = ExecuteOptions::new().on_approval(move |request| {
-            record.lock().unwrap().extend(request.calls.iter().map(|c| c.arguments.clone()));
+            record.lock().unwrap().extend(request.calls.iter().map(|c| (*c.arguments).clone()));
             let decisions: Vec<ApprovalDecision> =
                 if approve { request.approve_all() } else { request.deny_all("not today") };
             async move { decisions }

@@ -195,8 +195,8 @@ pub enum AgentEvent {
         tool_call_id: String,
         /// The tool.
         tool_name: String,
-        /// Its arguments.
-        args: Value,
+        /// Its arguments (the call's, shared).
+        args: Arc<Value>,
     },
     /// A running tool's output so far.
     ToolExecutionDelta {
@@ -423,7 +423,7 @@ mod tests {
         let e = AgentEvent::ToolExecutionStart {
             tool_call_id: "c1".into(),
             tool_name: "get".into(),
-            args: serde_json::json!({"city": "Paris"}),
+            args: serde_json::json!({"city": "Paris"}).into(),
         };
         assert_eq!(
             serde_json::to_string(&e).unwrap(),

@@ -222,8 +222,9 @@ pub struct ToolCall {
     /// The tool's name.
     pub name: String,
     /// The arguments, normally a JSON object. Arguments that were not valid JSON are kept as a
-    /// JSON string holding the raw text, so nothing the model said is lost.
-    pub arguments: Value,
+    /// JSON string holding the raw text, so nothing the model said is lost. Shared: the events,
+    /// steps and messages that repeat a call (a large one: a whole file to write) hold one copy.
+    pub arguments: Arc<Value>,
 }
 
 /// An image, base64-encoded.
@@ -615,7 +616,7 @@ mod tests {
         m.content.push(AssistantContent::ToolCall(ToolCall {
             id: "c1".into(),
             name: "get".into(),
-            arguments: serde_json::json!({"a":1}),
+            arguments: serde_json::json!({"a":1}).into(),
         }));
         let json = serde_json::to_value(Message::Assistant(m.clone())).unwrap();
         assert_eq!(json["role"], "assistant");

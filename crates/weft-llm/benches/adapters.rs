@@ -609,7 +609,7 @@ fn check(case: &Case, message: &AssistantMessage, payload: usize) {
             assert_eq!(message.stop_reason, StopReason::ToolUse);
             let calls: Vec<_> = message.tool_calls().collect();
             assert_eq!(calls.len(), 1);
-            assert!(calls[0].arguments == *args, "{}: the arguments differ", case.dialect.name());
+            assert!(*calls[0].arguments == *args, "{}: the arguments differ", case.dialect.name());
             assert!(message.content.iter().all(|c| matches!(c, AssistantContent::ToolCall(_))));
         }
     }

@@ -236,7 +236,7 @@ mod tests {
         AssistantContent::ToolCall(ToolCall {
             id: id.into(),
             name: name.into(),
-            arguments: json!({}),
+            arguments: json!({}).into(),
         })
     }
 

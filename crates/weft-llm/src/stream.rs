@@ -119,7 +119,7 @@ impl ProviderStream {
                     AssistantContent::ToolCall(ToolCall {
                         id: id.clone(),
                         name: name.clone(),
-                        arguments: Value::Null,
+                        arguments: Value::Null.into(),
                     }),
                 )?;
                 self.args[*index as usize] = Some(PartialJson::new());
@@ -196,7 +196,7 @@ impl ProviderStream {
         if let Some(parser) = self.args[i].take()
             && let AssistantContent::ToolCall(call) = &mut self.partial.content[i]
         {
-            call.arguments = finish_arguments(parser);
+            call.arguments = finish_arguments(parser).into();
         }
     }
 

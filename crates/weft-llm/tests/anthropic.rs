@@ -267,10 +267,13 @@ async fn two_parallel_tool_calls_with_interleaved_argument_chunks() {
     let first = tool_call(&m, 1);
     assert_eq!(first.id, "toolu_01T1x1fJ34qAmk2tNTrN7Up6");
     assert_eq!(first.name, "get_weather");
-    assert_eq!(first.arguments, json!({"location": "San Francisco, CA", "unit": "fahrenheit"}));
+    assert_eq!(
+        first.arguments,
+        json!({"location": "San Francisco, CA", "unit": "fahrenheit"}).into()
+    );
     let second = tool_call(&m, 2);
     assert_eq!(second.id, "toolu_01BAWvDCDEm5MH7b5Ad9NpC1");
-    assert_eq!(second.arguments, json!({"location": "Paris, France"}));
+    assert_eq!(second.arguments, json!({"location": "Paris, France"}).into());
     assert_eq!(m.usage, Usage::new(472, 89, 0, 0));
 }
 
@@ -480,12 +483,12 @@ async fn the_request_carries_system_messages_tools_thinking_and_merged_tool_resu
         AssistantContent::ToolCall(ToolCall {
             id: "toolu_01A".into(),
             name: "get_weather".into(),
-            arguments: json!({"location": "Paris"}),
+            arguments: json!({"location": "Paris"}).into(),
         }),
         AssistantContent::ToolCall(ToolCall {
             id: "toolu_01B".into(),
             name: "get_weather".into(),
-            arguments: json!({"location": "Oslo"}),
+            arguments: json!({"location": "Oslo"}).into(),
         }),
     ];
     let mut aborted = AssistantMessage::empty("anthropic", MODEL);
@@ -574,7 +577,7 @@ async fn calls_from_another_provider_get_valid_ids_and_results() {
     turn.content = vec![AssistantContent::ToolCall(ToolCall {
         id: "call_abc|fc_1".into(),
         name: "f".into(),
-        arguments: json!({}),
+        arguments: json!({}).into(),
     })];
     let mut req = request();
     req.messages.push(turn.into());
@@ -647,7 +650,7 @@ async fn an_unknown_stop_reason_after_a_complete_tool_call_is_tool_use() {
     let message = done(terminal);
     assert_eq!(message.stop_reason, StopReason::ToolUse);
     assert_eq!(message.error_message, None);
-    assert_eq!(tool_call(&message, 1).arguments, json!({"city": "Paris"}));
+    assert_eq!(tool_call(&message, 1).arguments, json!({"city": "Paris"}).into());
     assert_eq!(message.text(), "Checking.");
 }
 

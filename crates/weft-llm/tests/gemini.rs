@@ -98,7 +98,11 @@ fn thinking(t: &str, signature: Option<&str>) -> AssistantContent {
 }
 
 fn call(id: &str, name: &str, arguments: Value) -> AssistantContent {
-    AssistantContent::ToolCall(ToolCall { id: id.into(), name: name.into(), arguments })
+    AssistantContent::ToolCall(ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: arguments.into(),
+    })
 }
 
 /// The `data:` lines of a fixture, each as a whole SSE event with its CRLF separator.

@@ -160,8 +160,8 @@ async fn two_parallel_tool_calls_with_interleaved_arguments() {
     assert_eq!(message.stop_reason, StopReason::ToolUse);
     let calls: Vec<&ToolCall> = message.tool_calls().collect();
     assert_eq!(calls.len(), 2);
-    assert_eq!(calls[0].arguments, json!({"location": "Paris"}));
-    assert_eq!(calls[1].arguments, json!({"zone": "CET"}));
+    assert_eq!(calls[0].arguments, json!({"location": "Paris"}).into());
+    assert_eq!(calls[1].arguments, json!({"zone": "CET"}).into());
     assert_eq!((message.usage.input, message.usage.cache_read), (18, 64));
 }
 
@@ -374,7 +374,7 @@ async fn compatible_server_quirks() {
             AssistantContent::ToolCall(ToolCall {
                 id: "call_chatcmpl412_1".into(),
                 name: "get_weather".into(),
-                arguments: json!({"location": "Paris"}),
+                arguments: json!({"location": "Paris"}).into(),
             }),
         ]
     );
@@ -395,9 +395,10 @@ async fn request_carries_system_history_tools_and_results() {
     let call_a = ToolCall {
         id: "call_a".into(),
         name: "get_weather".into(),
-        arguments: json!({"location": "Paris"}),
+        arguments: json!({"location": "Paris"}).into(),
     };
-    let call_b = ToolCall { id: "call_b".into(), name: "get_time".into(), arguments: json!({}) };
+    let call_b =
+        ToolCall { id: "call_b".into(), name: "get_time".into(), arguments: json!({}).into() };
     let assistant = AssistantMessage {
         content: vec![
             AssistantContent::Thinking(ThinkingContent {
@@ -563,7 +564,7 @@ async fn an_unknown_finish_reason_after_tool_calls_is_tool_use() {
         vec![AssistantContent::ToolCall(ToolCall {
             id: "call_Kx1".into(),
             name: "get_weather".into(),
-            arguments: json!({"city": "Paris"}),
+            arguments: json!({"city": "Paris"}).into(),
         })]
     );
 }

@@ -188,8 +188,8 @@ async fn two_parallel_tool_calls_with_interleaved_arguments() {
     );
     assert_eq!(message.stop_reason, StopReason::ToolUse);
     let calls: Vec<&ToolCall> = message.tool_calls().collect();
-    assert_eq!(calls[0].arguments, json!({"location": "Paris"}));
-    assert_eq!(calls[1].arguments, json!({"zone": "CET"}));
+    assert_eq!(calls[0].arguments, json!({"location": "Paris"}).into());
+    assert_eq!(calls[1].arguments, json!({"zone": "CET"}).into());
     // Usage with cached tokens: input is the non-cached part.
     let mut usage = Usage::new(2100 - 1920, 40, 1920, 0);
     usage.reasoning = Some(0);
@@ -406,7 +406,7 @@ async fn history_from_another_provider_is_sent_as_plain_items() {
     let call = ToolCall {
         id: "toolu_01A09q90qw90lq917835lq9".into(),
         name: "get_weather".into(),
-        arguments: json!({"location": "Paris"}),
+        arguments: json!({"location": "Paris"}).into(),
     };
     let mut assistant = AssistantMessage::empty("anthropic", "claude-sonnet-4-5");
     assistant.stop_reason = StopReason::ToolUse;
@@ -513,7 +513,7 @@ async fn an_unknown_incomplete_reason_after_a_complete_call_is_tool_use() {
             id: "call_Zq81LmN0pQr2StU3vWx4YzA5|fc_68a1c0ffee6c8190a7abfec07b1a1332096610f474011cc0"
                 .into(),
             name: "get_weather".into(),
-            arguments: json!({"city": "Paris"}),
+            arguments: json!({"city": "Paris"}).into(),
         })]
     );
     assert_eq!(message.usage.output, 18);

@@ -82,7 +82,7 @@ async fn a_full_turn_streams_thinking_text_and_calls_in_order() {
         AssistantContent::Thinking(t) if t.thinking == "hmm" && t.signature.as_deref() == Some("sig-1")));
     assert_eq!(message.text(), "Grüße, 世界!");
     let call = message.tool_calls().next().unwrap();
-    assert_eq!(call.arguments, json!({"city": "Paris"}));
+    assert_eq!(call.arguments, json!({"city": "Paris"}).into());
 }
 
 #[tokio::test]
@@ -161,7 +161,7 @@ async fn invalid_argument_json_is_kept_as_raw_text() {
     let provider = FauxProvider::new(FauxScript::new([turn]));
     let (_, end) = collect(provider.stream(request("s"), CancellationToken::new())).await;
     let StreamEvent::Done(m) = end else { panic!() };
-    assert_eq!(m.tool_calls().next().unwrap().arguments, json!("{\"a\": tru"));
+    assert_eq!(m.tool_calls().next().unwrap().arguments, json!("{\"a\": tru").into());
 }
 
 #[tokio::test]

@@ -50,7 +50,8 @@ fn turn(provider: &str, model: &str, n: usize) -> Vec<Message> {
         "anthropic" => format!("toolu_0{n}"),
         _ => format!("gemini-call-{n}"),
     };
-    let call = ToolCall { id, name: "lookup".into(), arguments: json!({"q": format!("q{n}")}) };
+    let call =
+        ToolCall { id, name: "lookup".into(), arguments: json!({"q": format!("q{n}")}).into() };
     let mut message = AssistantMessage::empty(provider, model);
     message.stop_reason = StopReason::ToolUse;
     message.content = vec![
@@ -84,7 +85,7 @@ fn history() -> Vec<Message> {
     dangling.content = vec![AssistantContent::ToolCall(ToolCall {
         id: "call_dangling".into(),
         name: "lookup".into(),
-        arguments: json!({"q": "never answered"}),
+        arguments: json!({"q": "never answered"}).into(),
     })];
     messages.push(Message::Assistant(dangling));
     messages.push(Message::User(UserMessage::text("finally")));

@@ -56,7 +56,7 @@ impl Transcript {
                 AgentEvent::ToolcallEnd { tool_call, .. } => t.tool_calls.push(CallRecord {
                     id: tool_call.id.clone(),
                     name: tool_call.name.clone(),
-                    arguments: tool_call.arguments.clone(),
+                    arguments: Value::clone(&tool_call.arguments),
                 }),
                 AgentEvent::MessageEnd { message } => {
                     if let Message::ToolResult(r) = &**message {

@@ -284,7 +284,7 @@ fn conversation(input: &RunAgentInput) -> (Conversation, Option<String>) {
                     blocks.push(AssistantContent::ToolCall(ToolCall {
                         id: call.id.clone(),
                         name: call.function.name.clone(),
-                        arguments: arguments(&call.function.arguments),
+                        arguments: arguments(&call.function.arguments).into(),
                     }));
                 }
                 let mut message = AssistantMessage::empty("ag-ui", "client");

@@ -203,7 +203,8 @@ fn conversation(request: &ChatRequest) -> (Conversation, Vec<String>) {
                                 blocks.push(AssistantContent::ToolCall(ToolCall {
                                     id: tool.id.to_string(),
                                     name: tool.name.clone(),
-                                    arguments: arguments(part.get("input").unwrap_or(&Value::Null)),
+                                    arguments: arguments(part.get("input").unwrap_or(&Value::Null))
+                                        .into(),
                                 }));
                                 results.extend(part_result(&tool));
                             }

@@ -198,7 +198,11 @@ fn text_of(message: &Message) -> String {
 }
 
 fn call(id: &str, name: &str) -> ToolCall {
-    ToolCall { id: id.into(), name: name.into(), arguments: json!({"q": id, "n": [1, 2.5, "x"]}) }
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: json!({"q": id, "n": [1, 2.5, "x"]}).into(),
+    }
 }
 
 fn assistant(text: &str, calls: &[ToolCall]) -> AssistantMessage {

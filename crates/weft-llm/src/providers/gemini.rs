@@ -265,8 +265,8 @@ fn model_parts(message: &AssistantMessage) -> Vec<Value> {
                 }
             }
             AssistantContent::ToolCall(call) => {
-                let args = match &call.arguments {
-                    Value::Object(_) => call.arguments.clone(),
+                let args = match &*call.arguments {
+                    Value::Object(_) => Value::clone(&call.arguments),
                     Value::Null => json!({}),
                     // Arguments that were not an object (or not JSON) are sent so the model sees
                     // what it said.

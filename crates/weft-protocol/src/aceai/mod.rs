@@ -139,7 +139,7 @@ pub struct AceaiEncoder {
     /// The streamed message's tool calls: content index, id, name.
     calls: Vec<(u32, String, String)>,
     /// Local executions under way: id, name, arguments.
-    running: Vec<(String, String, Value)>,
+    running: Vec<(String, String, Arc<Value>)>,
     /// The open step's calls whose execution end was sent (their result is reported).
     reported: Vec<String>,
     /// The run's last ended step, while no later step has started.
@@ -268,7 +268,7 @@ impl Encoder for AceaiEncoder {
                 self.reported.push(tool_call_id.clone());
                 let mut f = self.frame(if *is_error { TOOL_FAILED } else { TOOL_COMPLETED });
                 let call =
-                    CallOut { arguments: args.as_ref(), ..CallOut::new(tool_call_id, tool_name) };
+                    CallOut { arguments: args.as_deref(), ..CallOut::new(tool_call_id, tool_name) };
                 let mut result = ResultOut::new(call, output);
                 result.error = is_error.then_some(output.as_str());
                 result.details = details.as_ref();

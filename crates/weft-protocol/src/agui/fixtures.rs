@@ -113,7 +113,7 @@ impl Script {
                     let call = ToolCall {
                         id: id.to_string(),
                         name: name.to_string(),
-                        arguments: arguments.clone(),
+                        arguments: arguments.clone().into(),
                     };
                     self.events.push(AgentEvent::ToolcallEnd { index, tool_call: call.clone() });
                     m.content.push(AssistantContent::ToolCall(call));
@@ -162,7 +162,7 @@ impl Script {
             self.events.push(AgentEvent::ToolExecutionStart {
                 tool_call_id: id.to_string(),
                 tool_name: name.to_string(),
-                args: Value::Object(Default::default()),
+                args: Value::Object(Default::default()).into(),
             });
         }
         for (id, name, deltas, is_error) in calls {
@@ -228,7 +228,7 @@ impl Script {
             .map(|(id, name, arguments)| ToolCall {
                 id: id.to_string(),
                 name: name.to_string(),
-                arguments: arguments.clone(),
+                arguments: arguments.clone().into(),
             })
             .collect();
         self.events.push(AgentEvent::AwaitingToolExecution {
@@ -245,7 +245,7 @@ impl Script {
             .map(|(id, name, arguments)| ToolCall {
                 id: id.to_string(),
                 name: name.to_string(),
-                arguments: arguments.clone(),
+                arguments: arguments.clone().into(),
             })
             .collect();
         self.events

@@ -539,7 +539,7 @@ fn blocks_taken_up_midway_are_sent_whole() {
             tool_call: weft_core::ToolCall {
                 id: "c9".into(),
                 name: "echo".into(),
-                arguments: json!({"a": 1}),
+                arguments: json!({"a": 1}).into(),
             },
         })
         .end(SessionStatus::Completed);

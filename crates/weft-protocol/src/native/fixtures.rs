@@ -11,7 +11,7 @@ use weft_core::{
 pub(crate) const T0: u64 = 1_700_000_000_000;
 
 pub(crate) fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCall {
-    ToolCall { id: id.into(), name: name.into(), arguments }
+    ToolCall { id: id.into(), name: name.into(), arguments: arguments.into() }
 }
 
 pub(crate) fn text(t: &str) -> AssistantContent {
@@ -432,7 +432,7 @@ pub(crate) fn one_of_each() -> Vec<AgentEvent> {
         AgentEvent::ToolExecutionStart {
             tool_call_id: "c".into(),
             tool_name: "t".into(),
-            args: json!({}),
+            args: json!({}).into(),
         },
         AgentEvent::ToolExecutionDelta { tool_call_id: "c".into(), delta: "o".into() },
         AgentEvent::ToolExecutionEnd {

@@ -149,8 +149,8 @@ fn assistant_blocks(message: &AssistantMessage, model: &str) -> Vec<Value> {
                 }
             }
             AssistantContent::ToolCall(call) => {
-                let input = match &call.arguments {
-                    Value::Object(_) => call.arguments.clone(),
+                let input = match &*call.arguments {
+                    Value::Object(_) => Value::clone(&call.arguments),
                     Value::String(raw) => match serde_json::from_str::<Value>(raw) {
                         Ok(v @ Value::Object(_)) => v,
                         _ => json!({}),
@@ -187,7 +187,7 @@ mod tests {
         let call = AssistantContent::ToolCall(ToolCall {
             id: "c1".into(),
             name: "f".into(),
-            arguments: Value::String("{\"a\": 1}".into()),
+            arguments: Value::String("{\"a\": 1}".into()).into(),
         });
         let messages = vec![
             Message::User(UserMessage::text("one")),

@@ -36,7 +36,7 @@ struct Stream {
 }
 
 fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
-    ToolCall { id: id.into(), name: name.into(), arguments }
+    ToolCall { id: id.into(), name: name.into(), arguments: arguments.into() }
 }
 
 fn result(id: &str, name: &str, text: &str, is_error: bool) -> ToolResultMessage {
@@ -332,7 +332,7 @@ fn remote() -> (Vec<AgentEvent>, Vec<AgentEvent>) {
                 "b1",
                 "browser",
                 vec!["{\"url\":", "\"https://example.org\"}"],
-                browse.arguments.clone(),
+                (*browse.arguments).clone(),
             ),
             Blk::Call("c1", "echo", vec!["{\"text\":\"x\"}"], json!({"text": "x"})),
         ],
@@ -371,8 +371,8 @@ fn approval() -> (Vec<AgentEvent>, Vec<AgentEvent>) {
     let m = s.think(
         0,
         vec![
-            Blk::Call("d1", "delete", vec!["{\"path\":\"a\"}"], d1.arguments.clone()),
-            Blk::Call("d2", "delete", vec!["{\"path\":\"b\"}"], d2.arguments.clone()),
+            Blk::Call("d1", "delete", vec!["{\"path\":\"a\"}"], (*d1.arguments).clone()),
+            Blk::Call("d2", "delete", vec!["{\"path\":\"b\"}"], (*d2.arguments).clone()),
         ],
         StopReason::ToolUse,
         usage(30, 12),
