@@ -53,7 +53,7 @@ impl Framing {
         if self == Framing::Sse {
             if let Some(id) = id {
                 out.extend_from_slice(b"id: ");
-                out.extend_from_slice(itoa(id, &mut [0; 20]));
+                write_u64(id, out);
                 out.push(b'\n');
             }
             out.extend_from_slice(b"data: ");
@@ -69,17 +69,9 @@ impl Framing {
     }
 }
 
-/// The decimal digits of `n`, written at the end of `buf`.
-pub(crate) fn itoa(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[i..];
-        }
-    }
+/// The decimal digits of `n`, appended to `out`.
+pub(crate) fn write_u64(n: u64, out: &mut Vec<u8>) {
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 /// Appends `frame` as one SSE event: `id:` when the frame has one, one `data:` line per line

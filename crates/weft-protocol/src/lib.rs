@@ -105,6 +105,15 @@ pub trait Encoder: Send {
 
 /// `text` as a JSON string (quoted, escaped), appended to `out`.
 pub(crate) fn write_str(text: &str, out: &mut Vec<u8>) {
+    // Most text (a token) needs no escape: one copy, no per-byte writes. JSON escapes only `"`,
+    // `\` and control characters; serde_json writes every other character as it is.
+    if !text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.reserve(text.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+        return;
+    }
     // Writing a string into a Vec cannot fail.
     if serde_json::to_writer(&mut *out, text).is_err() {
         out.extend_from_slice(b"\"\"");
@@ -251,5 +260,43 @@ impl std::str::FromStr for Protocol {
             .into_iter()
             .find(|p| p.as_str() == s)
             .ok_or_else(|| UnknownProtocol(s.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::write_str;
+
+    fn written(text: &str) -> String {
+        let mut out = b"prefix".to_vec();
+        write_str(text, &mut out);
+        String::from_utf8(out).expect("JSON is UTF-8")
+    }
+
+    #[test]
+    fn plain_and_escaped_text_is_written_as_serde_json_writes_it() {
+        for text in [
+            "",
+            "abcd",
+            "é ü 中文 🦀",
+            "a\"b",
+            "back\\slash",
+            "line\nbreak",
+            "\u{1}\u{1f}\u{7f}",
+            "</script>",
+        ] {
+            let expected = serde_json::to_string(text).expect("a string serializes");
+            assert_eq!(written(text), format!("prefix{expected}"), "{text:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_text_is_written_as_serde_json_writes_it(text in any::<String>()) {
+            let expected = serde_json::to_string(&text).expect("a string serializes");
+            prop_assert_eq!(written(&text), format!("prefix{expected}"));
+        }
     }
 }

@@ -253,7 +253,11 @@ impl FauxStream {
             return None;
         }
         let rest = &text[self.pos..];
-        let end = rest.char_indices().nth(self.chunk).map_or(rest.len(), |(i, _)| i);
+        // `chunk` characters: as many bytes when they are ASCII (no decoding), else counted.
+        let end = match rest.as_bytes().get(..self.chunk) {
+            Some(head) if head.is_ascii() => self.chunk,
+            _ => rest.char_indices().nth(self.chunk).map_or(rest.len(), |(i, _)| i),
+        };
         let chunk = rest[..end].to_string();
         self.pos += end;
         Some(chunk)

@@ -11,7 +11,7 @@ use serde::Serialize;
 use weft_core::{AgentEvent, Message, ModeProgress, Role, ToolCall};
 
 use super::export::{Fields, export_key, json};
-use crate::framing::itoa;
+use crate::framing::write_u64;
 use crate::{Encoder, Frame, Framing, write_str};
 
 /// The FNV-1a hash `state` goes on to after the bytes of `text`.
@@ -40,8 +40,9 @@ pub struct LoomEncoder {
     pending_run: Option<PendingRun>,
     /// Node runs entered and not exited, innermost last.
     nodes: Vec<OpenNode>,
-    /// Open text (`false`) and thinking (`true`) blocks by canonical block index.
-    blocks: HashMap<(bool, u32), Block>,
+    /// Open text (`false`) and thinking (`true`) blocks with their canonical block index (a
+    /// message has a few open at most: a list is quicker to search than a map to hash).
+    blocks: Vec<(bool, u32, Block)>,
     /// The next block number (stream-wide).
     next_block: u64,
     /// Open tool-call blocks by canonical block index: (call id, tool name).
@@ -56,6 +57,19 @@ pub struct LoomEncoder {
     /// The node run of the event being encoded, as its record says ([`Encoder::set_node`]);
     /// `None` until a caller gives records' nodes: then the innermost open node run.
     record_node: Option<Option<Arc<str>>>,
+    /// The envelope of delta frames as written, while nothing it depends on changes (see
+    /// [`DeltaEnvelope`]); `None` once something may have.
+    delta_envelope: Option<DeltaEnvelope>,
+}
+
+/// What every delta frame of a run of deltas repeats, escaped once: `{"session_id":…,
+/// "node_id":…,"event_id":` before the frame's numbers and text, `,"id":…` after them. Made
+/// again after any event that is not a delta (a node run entered or left, a new session) and
+/// when the record's node run changes.
+#[derive(Debug)]
+struct DeltaEnvelope {
+    head: Vec<u8>,
+    node_name: Vec<u8>,
 }
 
 #[derive(Debug)]
@@ -85,6 +99,12 @@ struct Block {
 }
 
 impl Block {
+    /// A chunk of `delta` was sent.
+    fn note(&mut self, delta: &str) {
+        self.sent_len += delta.len();
+        self.sent_hash = fnv(self.sent_hash, delta);
+        self.chunks += 1;
+    }
     /// Whether `text` starts with what the chunks sent; the rest of it if so.
     fn rest<'t>(&self, text: &'t str) -> Option<&'t str> {
         let said = text.get(..self.sent_len)?;
@@ -206,21 +226,20 @@ impl LoomEncoder {
 
     /// A text (`thinking == false`) or thinking delta.
     fn delta(&mut self, thinking: bool, index: u32, delta: &str, out: &mut Vec<Frame>) {
-        let number = self.block(thinking, index);
-        if delta.is_empty() {
-            return;
+        if let Some(number) = self.take_delta(thinking, index, delta) {
+            self.chunk(thinking, number, delta, None, out);
         }
-        self.note_chunk(thinking, index, delta);
-        self.chunk(thinking, number, delta, None, out);
     }
 
-    /// Records a chunk of the open block at `index`.
-    fn note_chunk(&mut self, thinking: bool, index: u32, delta: &str) {
-        if let Some(block) = self.blocks.get_mut(&(thinking, index)) {
-            block.sent_len += delta.len();
-            block.sent_hash = fnv(block.sent_hash, delta);
-            block.chunks += 1;
+    /// Opens the block at `index` if needed and, for a non-empty `delta`, records it as a chunk
+    /// of that block: the block's number when a chunk is to be sent.
+    fn take_delta(&mut self, thinking: bool, index: u32, delta: &str) -> Option<u64> {
+        let block = self.open_block(thinking, index);
+        if delta.is_empty() {
+            return None;
         }
+        block.note(delta);
+        Some(block.number)
     }
 
     /// A text or thinking delta written straight into `out` (the hot path of
@@ -234,47 +253,58 @@ impl LoomEncoder {
         framing: Framing,
         out: &mut Vec<u8>,
     ) {
-        let number = self.block(thinking, index);
-        if delta.is_empty() {
-            return;
-        }
-        self.note_chunk(thinking, index, delta);
+        let Some(number) = self.take_delta(thinking, index, delta) else { return };
         self.event_id += 1;
-        let mut digits = [0; 20];
+        if self.delta_envelope.is_none() {
+            self.delta_envelope = Some(self.make_delta_envelope());
+        }
+        let Some(envelope) = &self.delta_envelope else { return };
         framing.open(Some(seq), out);
-        out.push(b'{');
-        if let Some(session_id) = &self.session_id {
-            out.extend_from_slice(b"\"session_id\":");
-            write_str(session_id, out);
-            out.push(b',');
-        }
-        if let Some(node_id) = self.current_id() {
-            out.extend_from_slice(b"\"node_id\":");
-            write_str(node_id, out);
-            out.push(b',');
-        }
-        out.extend_from_slice(b"\"event_id\":");
-        out.extend_from_slice(itoa(self.event_id, &mut digits));
+        out.extend_from_slice(&envelope.head);
+        write_u64(self.event_id, out);
         out.extend_from_slice(if thinking {
             b",\"type\":\"thought_chunk\",\"content\":"
         } else {
             b",\"type\":\"message_chunk\",\"content\":"
         });
         write_str(delta, out);
-        if let Some(name) = self.node_name() {
-            out.extend_from_slice(b",\"id\":");
-            write_str(name, out);
-        }
+        out.extend_from_slice(&envelope.node_name);
         out.extend_from_slice(b",\"block\":");
-        out.extend_from_slice(itoa(number, &mut digits));
+        write_u64(number, out);
         out.push(b'}');
         framing.close(out);
+    }
+
+    /// The envelope of the next delta frames, as things stand.
+    fn make_delta_envelope(&self) -> DeltaEnvelope {
+        let mut head = b"{".to_vec();
+        if let Some(session_id) = &self.session_id {
+            head.extend_from_slice(b"\"session_id\":");
+            write_str(session_id, &mut head);
+            head.push(b',');
+        }
+        if let Some(node_id) = self.current_id() {
+            head.extend_from_slice(b"\"node_id\":");
+            write_str(node_id, &mut head);
+            head.push(b',');
+        }
+        head.extend_from_slice(b"\"event_id\":");
+        let mut node_name = Vec::new();
+        if let Some(name) = self.node_name() {
+            node_name.extend_from_slice(b",\"id\":");
+            write_str(name, &mut node_name);
+        }
+        DeltaEnvelope { head, node_name }
     }
 
     /// The end of a text or thinking block: whatever its chunks did not say yet.
     fn block_end(&mut self, thinking: bool, index: u32, text: &str, out: &mut Vec<Frame>) {
         self.block(thinking, index);
-        let Some(block) = self.blocks.remove(&(thinking, index)) else { return };
+        let Some(at) = self.blocks.iter().position(|(t, i, _)| (*t, *i) == (thinking, index))
+        else {
+            return;
+        };
+        let (_, _, block) = self.blocks.swap_remove(at);
         match block.rest(text) {
             Some(rest) if !rest.is_empty() || block.chunks == 0 => {
                 self.chunk(thinking, block.number, rest, None, out);
@@ -287,15 +317,27 @@ impl LoomEncoder {
 
     /// The number of the open block at `index`, opening one if needed.
     fn block(&mut self, thinking: bool, index: u32) -> u64 {
-        let next = &mut self.next_block;
-        self.blocks
-            .entry((thinking, index))
-            .or_insert_with(|| {
-                let number = *next;
-                *next += 1;
-                Block { number, sent_len: 0, sent_hash: FnvHasher::default().finish(), chunks: 0 }
-            })
-            .number
+        self.open_block(thinking, index).number
+    }
+
+    /// The open block at `index`, opened if needed.
+    fn open_block(&mut self, thinking: bool, index: u32) -> &mut Block {
+        let at = match self.blocks.iter().position(|(t, i, _)| (*t, *i) == (thinking, index)) {
+            Some(at) => at,
+            None => {
+                let number = self.next_block;
+                self.next_block += 1;
+                let block = Block {
+                    number,
+                    sent_len: 0,
+                    sent_hash: FnvHasher::default().finish(),
+                    chunks: 0,
+                };
+                self.blocks.push((thinking, index, block));
+                self.blocks.len() - 1
+            }
+        };
+        &mut self.blocks[at].2
     }
 
     fn chunk(
@@ -409,7 +451,10 @@ impl Encoder for LoomEncoder {
         match &mut self.record_node {
             // The same node run as the last event's (deltas): nothing to change.
             Some(Some(current)) if node.is_some_and(|n| Arc::ptr_eq(n, current)) => {}
-            slot => *slot = Some(node.cloned()),
+            slot => {
+                *slot = Some(node.cloned());
+                self.delta_envelope = None;
+            }
         }
     }
 
@@ -429,6 +474,8 @@ impl Encoder for LoomEncoder {
     }
 
     fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
+        // Any other event may change what the delta frames' envelope says.
+        self.delta_envelope = None;
         if self.run_start(event, out) {
             return;
         }

@@ -25,7 +25,7 @@
 use serde::{Deserialize, Serialize};
 use weft_core::{AgentEvent, SessionStatus, ToolCall};
 
-use crate::framing::itoa;
+use crate::framing::write_u64;
 use crate::transcript::Transcript;
 use crate::{Encoder, Frame, Framing, write_json_frame, write_str};
 
@@ -131,12 +131,11 @@ impl Encoder for NativeEncoder {
             _ => None,
         };
         if let Some((kind, index, delta)) = delta {
-            let mut digits = [0; 20];
             framing.open(Some(seq), out);
             out.extend_from_slice(b"{\"type\":\"");
             out.extend_from_slice(kind.as_bytes());
             out.extend_from_slice(b"\",\"index\":");
-            out.extend_from_slice(itoa(u64::from(index), &mut digits));
+            write_u64(u64::from(index), out);
             out.extend_from_slice(b",\"delta\":");
             write_str(delta, out);
             out.push(b'}');
