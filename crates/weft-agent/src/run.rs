@@ -246,8 +246,10 @@ impl Run {
         // From here the run counts as ended: its resting state is saved.
         self.session.lock().ending = true;
         if let Err(error) = self.emitter.flush_durable().await {
-            // This process's watchers have the events all the same; the store may miss them.
+            // This process's watchers have the events all the same; the store may miss them, and
+            // the caller is told so: this end is not durable.
             tracing::error!(session_id = %self.session_id, %error, "persisting the run's events failed");
+            self.error.get_or_insert(format!("the session store failed: {error}"));
         }
         if let Some(lease) = self.lease.take() {
             lease.release().await;
