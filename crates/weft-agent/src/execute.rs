@@ -328,11 +328,12 @@ impl Emitter {
     }
 }
 
-/// Merges adjacent text, thinking and tool-argument deltas of the same block.
+/// Merges adjacent text, thinking and tool-argument deltas of the same block (of the same node
+/// run: graph nodes stream at once, each with its own blocks).
 fn merge_deltas(batch: Vec<Draft>) -> Vec<Draft> {
     let mut out: Vec<Draft> = Vec::with_capacity(batch.len());
     for draft in batch {
-        if let Some(last) = out.last_mut() {
+        if let Some(last) = out.last_mut().filter(|last| last.node_id == draft.node_id) {
             let merged = match (&mut last.event, &draft.event) {
                 (
                     AgentEvent::TextDelta { index: a, delta: into },
@@ -388,5 +389,24 @@ mod tests {
                 text(1, "ld!"),
             ]
         );
+    }
+
+    #[test]
+    fn deltas_of_two_node_runs_do_not_merge() {
+        let (a, b) = (Some(Arc::<str>::from("got-a-1")), Some(Arc::<str>::from("got-b-1")));
+        let text = |node: &Option<Arc<str>>, delta: &str| Draft {
+            node_id: node.clone(),
+            event: AgentEvent::TextDelta { index: 0, delta: delta.into() },
+            messages: None,
+        };
+        let batch = vec![text(&a, "from "), text(&a, "a"), text(&b, "from b"), text(&a, "!")];
+        let merged: Vec<(Option<Arc<str>>, AgentEvent)> =
+            merge_deltas(batch).into_iter().map(|d| (d.node_id, d.event)).collect();
+        let expected = [(&a, "from a"), (&b, "from b"), (&a, "!")]
+            .map(|(node, delta)| {
+                (node.clone(), AgentEvent::TextDelta { index: 0, delta: delta.into() })
+            })
+            .to_vec();
+        assert_eq!(merged, expected);
     }
 }

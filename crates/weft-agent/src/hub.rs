@@ -17,7 +17,10 @@
 //!   slows the run; one that never reads costs nothing.
 //!
 //! Without a store (sessions kept in memory only) numbers are this process's own, nothing is
-//! persisted, and the hub keeps the events of the current (or last) run for its watchers.
+//! persisted, and the hub keeps the events of the current (or last) run for its watchers. Once a
+//! run has kept [`LAG_EVENTS`] events, deltas queued together are merged before numbering, as
+//! when a store lags: a long burst (a model streaming faster than the run publishes) does not
+//! keep one record per token for the rest of the run.
 //!
 //! The hub's lock guards short synchronous updates only, never an await.
 
@@ -139,13 +142,12 @@ impl Hub {
         self.lock().last_seq
     }
 
-    /// Whether the store is far enough behind that deltas should be merged before numbering.
+    /// Whether deltas should be merged before numbering: the store is far behind, or, without
+    /// a store, the run's log in memory (which keeps every event of the run) is long.
     pub(crate) fn lagging(&self) -> bool {
-        if self.store.is_none() {
-            return false; // Nothing to fall behind.
-        }
         let state = self.lock();
-        state.events.len() > LAG_EVENTS && state.last_seq - state.persisted > LAG_EVENTS as u64
+        state.events.len() > LAG_EVENTS
+            && (self.store.is_none() || state.last_seq - state.persisted > LAG_EVENTS as u64)
     }
 
     /// A run of this process starts publishing: the persister runs until it ends.

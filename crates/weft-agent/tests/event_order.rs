@@ -5,6 +5,7 @@
 mod common;
 
 use common::{Recording, kinds, plan_kinds, run};
+use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -272,4 +273,34 @@ async fn sequence_numbers_are_monotonic_over_the_sessions_life() {
     assert_eq!(seqs[0], 1);
     assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
     assert_eq!(session.snapshot().last_event_seq, *seqs.last().unwrap());
+}
+
+/// Without a store the hub keeps every event of the run: once a run has kept many, a burst of
+/// deltas (a model faster than the run publishes) is merged before numbering, as when a store
+/// lags. Every character still arrives once, in order, and a watcher that starts over from the
+/// first event sees the same merged deltas, numbered without a gap.
+#[tokio::test]
+async fn a_long_burst_without_a_store_keeps_every_character_in_fewer_events() {
+    const DELTAS: usize = 40_000;
+    let text: String = (0..DELTAS).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+    let provider = Recording::new([FauxTurn::text(text.clone()).with_chunk_size(1)]);
+    let agent = weather_agent(provider);
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
+    let (events, result) = run(&agent, &session, Input::text("Say a lot.")).await;
+    assert_eq!(result.status, SessionStatus::Completed);
+
+    let (deltas, ends) = texts(&events);
+    assert_eq!(deltas, std::slice::from_ref(&text));
+    assert_eq!(ends, [text]);
+    let delta_events = events.iter().filter(|e| matches!(e, AgentEvent::TextDelta { .. })).count();
+    assert!(
+        delta_events < DELTAS - 16 * 1024,
+        "the deltas past the first 16,384 events were merged: {delta_events} delta events"
+    );
+
+    let replayed: Vec<_> = session.subscribe(0).collect().await;
+    let seqs: Vec<u64> = replayed.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    let replayed_events: Vec<AgentEvent> = replayed.iter().map(|r| r.event.clone()).collect();
+    assert_eq!(replayed_events, events);
 }
