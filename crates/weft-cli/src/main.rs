@@ -646,7 +646,7 @@ fn run_command(args: RunArgs) -> Result<(), Failure> {
         let mut spinner = Spinner::for_stderr();
         let driven =
             drive(&mut stream, || abort.abort(), sink.as_mut(), &mut signals, &mut spinner).await;
-        match driven {
+        let ended = match driven {
             Ok(Driven::Ended(signal)) => {
                 let result = stream.result().await;
                 if terminal_view {
@@ -669,7 +669,14 @@ fn run_command(args: RunArgs) -> Result<(), Failure> {
                 abort.abort();
                 Err(Failure::run(format!("cannot write to stdout: {e}")))
             }
+        };
+        if args.store.in_memory() {
+            // Sessions in memory end with the process, which is about to exit: freeing a long
+            // run's log one event at a time (a million records for a million deltas) would only
+            // delay the exit. Stores on disk are dropped as usual, so they close cleanly.
+            std::mem::forget(setup);
         }
+        ended
     })
 }
 

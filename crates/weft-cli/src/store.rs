@@ -27,6 +27,11 @@ pub(crate) struct StoreArgs {
 }
 
 impl StoreArgs {
+    /// Whether `--store` keeps sessions in this process only.
+    pub(crate) fn in_memory(&self) -> bool {
+        self.store.as_deref().is_some_and(|url| matches!(url.trim(), "memory" | "memory:"))
+    }
+
     /// Opens the store: the one `--store` names, else the default SQLite file. Must be called
     /// inside a Tokio runtime.
     pub(crate) async fn open(&self) -> anyhow::Result<Arc<dyn SessionStore>> {
