@@ -842,7 +842,9 @@ impl Agent {
                 Ok(result) => result,
                 Err(panic) => {
                     let panic = crate::run::panic_message(&*panic);
-                    run.end_after_panic(panic).await
+                    // Boxed: inline, this rare path's state machine would sit beside the one
+                    // of `drive` in every run task (5.6 KiB with it, 3.4 KiB without).
+                    Box::pin(run.end_after_panic(panic)).await
                 }
             };
             let _ = result_tx.send(result);

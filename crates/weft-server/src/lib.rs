@@ -263,7 +263,11 @@ impl Server {
                 tracing::debug!(%error, "TCP_NODELAY could not be set");
             }
         });
-        axum::serve(listener, app)
+        // `into_make_service`: every connection gets a clone of this router (a reference count).
+        // Given the `Router` itself, axum rebuilds it for each connection (`with_state`: the
+        // route table and every route's boxed service and layers, ~27 KiB a connection, held
+        // for the connection's life).
+        axum::serve(listener, app.into_make_service())
             .with_graceful_shutdown(async move {
                 shutdown.await;
                 tracing::info!("shutting down: no new connections; ending streams");
