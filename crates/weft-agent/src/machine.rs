@@ -249,7 +249,9 @@ impl Machine {
                 self.mode_next(session)
             }
             Input::ToolResults(results) => {
-                let turn = open_turn(session)?;
+                let turn = session.open_turn().ok_or_else(|| {
+                    nothing_pending_for(session, results.iter().map(|r| &r.tool_call_id))
+                })?;
                 if results.is_empty() {
                     return Err(ExecuteError::EmptyInput);
                 }
@@ -303,7 +305,9 @@ impl Machine {
                 self.advance(session)
             }
             Input::Approvals { approvals } => {
-                let turn = open_turn(session)?;
+                let turn = session.open_turn().ok_or_else(|| {
+                    nothing_pending_for(session, approvals.iter().map(|a| &a.tool_call_id))
+                })?;
                 if approvals.is_empty() {
                     return Err(ExecuteError::EmptyInput);
                 }
@@ -834,10 +838,6 @@ fn react_state(session: &Session, run: &RunState) -> serde_json::Value {
     })
 }
 
-fn open_turn(session: &Session) -> Result<&OpenTurn, ExecuteError> {
-    session.open_turn().ok_or_else(|| nothing_pending(&session.id))
-}
-
 fn open_turn_mut(session: &mut Session) -> Result<&mut OpenTurn, ExecuteError> {
     let id = session.id.clone();
     session.open_turn_mut().ok_or_else(|| nothing_pending(&id))
@@ -860,6 +860,26 @@ fn unknown_or_answered(session: &Session, turn: &OpenTurn, id: &str) -> ExecuteE
         ExecuteError::AlreadyAnswered(id.to_string())
     } else {
         ExecuteError::UnknownToolCall(id.to_string())
+    }
+}
+
+/// Answers arrived while no turn waits for any. If one of them names a call whose result is in
+/// the conversation already (another process or request got there first and the run went on),
+/// that is the clearer refusal; otherwise the session simply waits for nothing.
+fn nothing_pending_for<'a>(
+    session: &Session,
+    mut ids: impl Iterator<Item = &'a String>,
+) -> ExecuteError {
+    let answered = |id: &str| {
+        session
+            .messages
+            .iter()
+            .rev()
+            .any(|m| matches!(m, Message::ToolResult(r) if r.tool_call_id == id))
+    };
+    match ids.find(|id| answered(id)) {
+        Some(id) => ExecuteError::AlreadyAnswered(id.clone()),
+        None => nothing_pending(&session.id),
     }
 }
 

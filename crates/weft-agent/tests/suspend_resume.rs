@@ -367,6 +367,38 @@ async fn a_result_for_a_call_answered_already_is_refused_and_changes_nothing() {
 }
 
 #[tokio::test]
+async fn a_result_arriving_after_the_run_went_on_to_its_end_is_refused_as_answered() {
+    let provider = Recording::new([
+        FauxTurn::tool_call("read_page", json!({"selector": "h1"})),
+        FauxTurn::text("Done."),
+    ]);
+    let agent = counting_agent(provider.clone(), Arc::default(), false);
+    let session = agent
+        .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .await
+        .unwrap();
+    let (_, first) = run(&agent, &session, Input::text("Read the heading")).await;
+    let call = first.pending_tool_calls[0].clone();
+    let (_, done) =
+        run(&agent, &session, Input::ToolResults(vec![ToolResultMessage::ok(&call, "A")])).await;
+    assert_eq!(done.status, SessionStatus::Completed);
+
+    // Nothing waits any more; the late duplicate (another client, a retry) is named as such.
+    let before = session.snapshot();
+    let late = Input::ToolResults(vec![ToolResultMessage::ok(&call, "A")]);
+    let err = agent.execute(&session, late).await.err().unwrap();
+    assert_eq!(err, ExecuteError::AlreadyAnswered(call.id.clone()));
+    let stray = Input::ToolResults(vec![ToolResultMessage {
+        tool_call_id: "call_never_made".into(),
+        ..ToolResultMessage::ok(&call, "B")
+    }]);
+    let err = agent.execute(&session, stray).await.err().unwrap();
+    assert_eq!(err, ExecuteError::NothingPending(session.id()));
+    assert_eq!(session.snapshot(), before, "refused answers change nothing");
+    assert_eq!(provider.calls(), 2);
+}
+
+#[tokio::test]
 async fn max_turns_counts_model_calls_across_the_resumes_of_one_run() {
     let provider = Recording::new([
         FauxTurn::tool_call("read_page", json!({"selector": "h1"})),
