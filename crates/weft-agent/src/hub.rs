@@ -103,6 +103,13 @@ struct HubState {
     persister: bool,
     /// The last store failure, until a write succeeds again.
     failure: Option<StoreError>,
+    /// Everything up to here that is not persisted was refused by the store for good (the
+    /// session was deleted elsewhere, another process wrote these seqs), or belongs to a run
+    /// some of whose events were: never sent again.
+    refused: u64,
+    /// The current run's refusal, if the store refused any of its events for good: the run
+    /// cannot be durable, and says so.
+    refusal: Option<StoreError>,
 }
 
 impl Hub {
@@ -125,6 +132,8 @@ impl Hub {
                 live: false,
                 persister: false,
                 failure: None,
+                refused: 0,
+                refusal: None,
             }),
             published: Notify::new(),
             pending: Notify::new(),
@@ -155,6 +164,7 @@ impl Hub {
         let spawn = {
             let mut state = self.lock();
             state.live = true;
+            state.refusal = None;
             if self.store.is_none() {
                 // Nothing else keeps older runs' events: the current run's are enough.
                 state.events.clear();
@@ -260,6 +270,11 @@ impl Hub {
         let Some(store) = &self.store else { return Ok(()) };
         let (short, block) = {
             let state = self.lock();
+            if let Some(refusal) = &state.refusal {
+                // The store will never have this run's log whole: the run stops (at its next
+                // step boundary), reporting why.
+                return Err(refusal.clone());
+            }
             ((state.last_seq + count).saturating_sub(state.reserved), state.reserve_block)
         };
         if short == 0 {
@@ -321,6 +336,9 @@ impl Hub {
             written.as_mut().enable();
             {
                 let state = self.lock();
+                if let Some(refusal) = state.refusal.clone() {
+                    return Err(refusal);
+                }
                 if state.persisted >= target {
                     return Ok(());
                 }
@@ -497,12 +515,18 @@ impl Hub {
 
     /// The events not yet persisted.
     fn unpersisted(&self) -> Vec<Arc<EventRecord>> {
-        let state = self.lock();
-        if state.persisted >= state.last_seq {
+        let mut state = self.lock();
+        if state.refusal.is_some() {
+            // The store refused this run's events: its later ones are not sent either (the run
+            // cannot be durable, and says so), only those of a run started afterwards.
+            state.refused = state.last_seq;
+        }
+        let from = state.persisted.max(state.refused);
+        if from >= state.last_seq {
             return Vec::new();
         }
         // They are the last ones: counted from the back, looking at no older record.
-        let count = state.events.iter().rev().take_while(|r| r.seq > state.persisted).count();
+        let count = state.events.iter().rev().take_while(|r| r.seq > from).count();
         state.events.range(state.events.len() - count..).cloned().collect()
     }
 
@@ -585,12 +609,24 @@ async fn persister(hub: Arc<Hub>) {
             }
             continue;
         }
-        let last = batch.last().map_or(0, |r| r.seq);
+        let (first, last) = (batch[0].seq, batch[batch.len() - 1].seq);
         match store.append_events(&hub.session_id, batch).await {
             Ok(()) => {
                 backoff = PERSIST_EVERY;
                 last_write = Some(tokio::time::Instant::now());
                 hub.persisted_up_to(last);
+            }
+            Err(error) if !error.is_transient() => {
+                // Retrying would get the same answer forever (and keep this task and the
+                // events alive): these events, and the rest of this run's, stay in this
+                // process's memory only, and the run is told. A later run's are written.
+                tracing::error!(session_id = %hub.session_id, %error, first, last, "the store refused these events for good; they are not retried");
+                let mut state = hub.lock();
+                state.refused = state.refused.max(last);
+                state.refusal = Some(error.clone());
+                state.failure = Some(error);
+                drop(state);
+                hub.written.notify_waiters();
             }
             Err(error) => {
                 tracing::error!(session_id = %hub.session_id, %error, "persisting events failed; retrying");

@@ -14,8 +14,8 @@ use serde_json::json;
 use sqlx::Connection;
 use weft_agent::{Agent, ExecuteError, SessionOptions};
 use weft_core::{
-    AgentEvent, EventRecord, Input, Message, SessionStatus, SessionStore, ToolResultMessage,
-    ToolSpec,
+    AgentEvent, EventRecord, Input, Message, OwnerScope, SessionStatus, SessionStore,
+    ToolResultMessage, ToolSpec,
 };
 use weft_llm::faux::FauxTurn;
 use weft_store::{MemoryStore, SqliteStore};
@@ -604,4 +604,49 @@ async fn types_holding(raw: &mut sqlx::SqliteConnection, text: &str) -> Vec<Stri
     .fetch_all(raw)
     .await
     .unwrap()
+}
+
+/// A session deleted by another process while this one runs it: the store refuses the run's
+/// events for good. The run reports the refusal as its error, and the refused events are not
+/// sent again and again for the life of the process (they once were, every five seconds at
+/// most, keeping the session's events and a task alive).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_the_store_refuses_for_good_are_not_retried_and_the_run_is_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let spy = Arc::new(common::Spy::new(sqlite(&dir).await));
+    let provider =
+        Recording::new([FauxTurn::text(prose(2_000)).with_chunk_size(8).with_delay_ms(2)]);
+    let agent = Agent::builder(provider).store(spy.clone()).build().unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
+    let id = session.id();
+    let mut stream = agent.execute(&session, Input::text("go on")).await.unwrap();
+    let mut deltas = 0;
+    while let Some(event) = stream.next().await {
+        if matches!(event, AgentEvent::TextDelta { .. }) {
+            deltas += 1;
+            if deltas == 10 {
+                break;
+            }
+        }
+    }
+    // Another process deletes the session while the model streams.
+    let other = Agent::builder(Recording::new([])).store(sqlite(&dir).await).build().unwrap();
+    assert!(other.delete_session(&id, OwnerScope::Any).await.unwrap());
+    let at_delete = spy.appends();
+
+    let result =
+        tokio::time::timeout(Duration::from_secs(30), stream.result()).await.expect("the run ends");
+    // The model's answer was whole (its status says so), but the run is not durable: it says so.
+    let error = result.error.expect("the run says its events were refused");
+    assert!(error.contains("session store failed") && error.contains(&id), "{error}");
+
+    // One write was refused (and one may have been under way as the session went): the rest
+    // of the run's events were not offered one batch after another.
+    let after_end = spy.appends();
+    assert!(after_end <= at_delete + 2, "{} writes after the deletion", after_end - at_delete);
+
+    // The run has ended; its refused events are not sent again. A retrying writer would call
+    // the store again within its longest backoff (5 s).
+    tokio::time::sleep(Duration::from_millis(5_500)).await;
+    assert_eq!(spy.appends(), after_end, "refused events were sent again");
 }

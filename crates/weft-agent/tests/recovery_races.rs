@@ -3,18 +3,17 @@
 
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
+mod common;
+
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use common::Spy;
 use futures::StreamExt;
 use serde_json::json;
 use weft_agent::{Agent, ExecuteError, SessionOptions, tool_fn};
-use weft_core::{
-    AgentEvent, Checkpoint, Commit, EventRecord, History, Input, OwnerScope, SessionHead,
-    SessionStatus, SessionStore, StoreFuture, StoredSession,
-};
+use weft_core::{AgentEvent, Input, SessionStatus, SessionStore};
 use weft_llm::faux::{FauxProvider, FauxScript, FauxTurn};
 use weft_store::SqliteStore;
 
@@ -34,48 +33,6 @@ fn hang() -> impl weft_agent::Tool {
         std::future::pending::<()>().await;
         Ok::<_, String>(String::new())
     })
-}
-
-/// Delegates to `inner`, except that the first `acquire_lease` takes 300 ms and the first
-/// `due_sessions` 50 ms: this only fixes the order of two awaits that race in real life.
-struct Slow {
-    inner: Arc<dyn SessionStore>,
-    acquires: AtomicUsize,
-    dues: AtomicUsize,
-}
-
-#[rustfmt::skip]
-impl SessionStore for Slow {
-    fn kind(&self) -> &'static str { self.inner.kind() }
-    fn create<'a>(&'a self, head: SessionHead, messages: History) -> StoreFuture<'a, ()> { self.inner.create(head, messages) }
-    fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<StoredSession>> { self.inner.load(id) }
-    fn head<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<SessionHead>> { self.inner.head(id) }
-    fn commit<'a>(&'a self, commit: Commit) -> StoreFuture<'a, ()> { self.inner.commit(commit) }
-    fn reserve_seqs<'a>(&'a self, id: &'a str, count: u64) -> StoreFuture<'a, u64> { self.inner.reserve_seqs(id, count) }
-    fn append_events<'a>(&'a self, id: &'a str, events: Vec<Arc<EventRecord>>) -> StoreFuture<'a, ()> { self.inner.append_events(id, events) }
-    fn read_events<'a>(&'a self, id: &'a str, after: u64, limit: usize) -> StoreFuture<'a, Vec<Arc<EventRecord>>> { self.inner.read_events(id, after, limit) }
-    fn wait_events<'a>(&'a self, id: &'a str, after: u64, timeout: Duration) -> StoreFuture<'a, bool> { self.inner.wait_events(id, after, timeout) }
-    fn put_checkpoint<'a>(&'a self, c: Checkpoint) -> StoreFuture<'a, ()> { self.inner.put_checkpoint(c) }
-    fn get_checkpoint<'a>(&'a self, id: &'a str, ns: &'a str, c: Option<&'a str>) -> StoreFuture<'a, Option<Checkpoint>> { self.inner.get_checkpoint(id, ns, c) }
-    fn list_checkpoints<'a>(&'a self, id: &'a str, ns: &'a str) -> StoreFuture<'a, Vec<Checkpoint>> { self.inner.list_checkpoints(id, ns) }
-    fn list_sessions<'a>(&'a self, scope: OwnerScope<'a>, limit: usize) -> StoreFuture<'a, Vec<SessionHead>> { self.inner.list_sessions(scope, limit) }
-    fn delete_session<'a>(&'a self, id: &'a str, scope: OwnerScope<'a>) -> StoreFuture<'a, bool> { self.inner.delete_session(id, scope) }
-    fn acquire_lease<'a>(&'a self, id: &'a str, holder: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
-        let first = self.acquires.fetch_add(1, Ordering::SeqCst) == 0;
-        Box::pin(async move {
-            if first { tokio::time::sleep(Duration::from_millis(300)).await; }
-            self.inner.acquire_lease(id, holder, ttl).await
-        })
-    }
-    fn renew_lease<'a>(&'a self, id: &'a str, holder: &'a str, ttl: Duration) -> StoreFuture<'a, bool> { self.inner.renew_lease(id, holder, ttl) }
-    fn release_lease<'a>(&'a self, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> { self.inner.release_lease(id, holder) }
-    fn due_sessions<'a>(&'a self, now: u64, limit: usize) -> StoreFuture<'a, Vec<String>> {
-        let first = self.dues.fetch_add(1, Ordering::SeqCst) == 0;
-        Box::pin(async move {
-            if first { tokio::time::sleep(Duration::from_millis(50)).await; }
-            self.inner.due_sessions(now, limit).await
-        })
-    }
 }
 
 /// `Agent::session()` and the sweeper both try to recover one dead run in one process; the
@@ -114,8 +71,10 @@ fn a_dead_run_is_recovered_once_even_when_loading_races_the_sweeper() {
     let rt = runtime();
     let sqlite: Arc<dyn SessionStore> =
         rt.block_on(async { Arc::new(SqliteStore::open(&path).await.unwrap()) as _ });
-    let store: Arc<dyn SessionStore> =
-        Arc::new(Slow { inner: sqlite, acquires: AtomicUsize::new(0), dues: AtomicUsize::new(0) });
+    // The first lease acquisition takes 300 ms and the first sweep 50 ms: this only fixes the
+    // order of two awaits that race in real life.
+    let spy = Spy::new(sqlite).slow_first(Duration::from_millis(300), Duration::from_millis(50));
+    let store: Arc<dyn SessionStore> = Arc::new(spy);
     let turn =
         FauxTurn::text("the quick brown fox jumps over the lazy dog ".repeat(10)).with_delay_ms(3);
     // The recovered run goes on: its model call answers the interrupted call first.

@@ -321,6 +321,15 @@ impl std::fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+impl StoreError {
+    /// Whether the same call may succeed later: the backend failed (a connection dropped, a
+    /// disk was full) rather than refusing what was asked. A refusal (an unknown session, a
+    /// conflict, an inconsistent record) gives the same answer however often it is retried.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Backend(_))
+    }
+}
+
 /// Durable sessions: heads, message logs, run states, event logs, checkpoints and leases.
 ///
 /// Every method is atomic. A backend never loses what it acknowledged, never reorders a

@@ -1,10 +1,15 @@
 //! Helpers shared by the agent's integration tests.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use weft_agent::{Agent, ExecuteResult, SessionHandle};
-use weft_core::{AgentEvent, Input, Message};
+use weft_core::{
+    AgentEvent, Checkpoint, Commit, EventRecord, History, Input, Message, OwnerScope, SessionHead,
+    SessionStore, StoreFuture, StoredSession,
+};
 use weft_llm::faux::{FauxProvider, FauxScript, FauxTurn};
 use weft_llm::{CancellationToken, ModelRequest, Provider, ProviderStream};
 
@@ -71,4 +76,85 @@ pub fn tool_results<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<
             _ => None,
         })
         .collect()
+}
+
+/// A real store seen through a spy: counts the event writes it is asked for and may delay the
+/// first lease acquisition and the first sweep (to fix the order of two awaits that race in
+/// real life). Everything else goes straight to `inner`.
+pub struct Spy {
+    pub inner: Arc<dyn SessionStore>,
+    pub appends: AtomicUsize,
+    acquires: AtomicUsize,
+    dues: AtomicUsize,
+    first_acquire_delay: Duration,
+    first_due_delay: Duration,
+}
+
+impl Spy {
+    pub fn new(inner: Arc<dyn SessionStore>) -> Self {
+        Self {
+            inner,
+            appends: AtomicUsize::new(0),
+            acquires: AtomicUsize::new(0),
+            dues: AtomicUsize::new(0),
+            first_acquire_delay: Duration::ZERO,
+            first_due_delay: Duration::ZERO,
+        }
+    }
+
+    /// The first `acquire_lease` takes `acquire`, the first `due_sessions` takes `due`.
+    pub fn slow_first(mut self, acquire: Duration, due: Duration) -> Self {
+        self.first_acquire_delay = acquire;
+        self.first_due_delay = due;
+        self
+    }
+
+    /// How many `append_events` calls the store was sent.
+    pub fn appends(&self) -> usize {
+        self.appends.load(Ordering::SeqCst)
+    }
+}
+
+/// `delay` before `call`, if this is the first call counted by `counter`.
+fn first_delayed<'a, T: Send + 'a>(
+    counter: &AtomicUsize,
+    delay: Duration,
+    call: StoreFuture<'a, T>,
+) -> StoreFuture<'a, T> {
+    let first = counter.fetch_add(1, Ordering::SeqCst) == 0;
+    Box::pin(async move {
+        if first && !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        call.await
+    })
+}
+
+#[rustfmt::skip]
+impl SessionStore for Spy {
+    fn kind(&self) -> &'static str { self.inner.kind() }
+    fn create<'a>(&'a self, head: SessionHead, messages: History) -> StoreFuture<'a, ()> { self.inner.create(head, messages) }
+    fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<StoredSession>> { self.inner.load(id) }
+    fn head<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<SessionHead>> { self.inner.head(id) }
+    fn commit<'a>(&'a self, commit: Commit) -> StoreFuture<'a, ()> { self.inner.commit(commit) }
+    fn reserve_seqs<'a>(&'a self, id: &'a str, count: u64) -> StoreFuture<'a, u64> { self.inner.reserve_seqs(id, count) }
+    fn append_events<'a>(&'a self, id: &'a str, events: Vec<Arc<EventRecord>>) -> StoreFuture<'a, ()> {
+        self.appends.fetch_add(1, Ordering::SeqCst);
+        self.inner.append_events(id, events)
+    }
+    fn read_events<'a>(&'a self, id: &'a str, after: u64, limit: usize) -> StoreFuture<'a, Vec<Arc<EventRecord>>> { self.inner.read_events(id, after, limit) }
+    fn wait_events<'a>(&'a self, id: &'a str, after: u64, timeout: Duration) -> StoreFuture<'a, bool> { self.inner.wait_events(id, after, timeout) }
+    fn put_checkpoint<'a>(&'a self, c: Checkpoint) -> StoreFuture<'a, ()> { self.inner.put_checkpoint(c) }
+    fn get_checkpoint<'a>(&'a self, id: &'a str, ns: &'a str, c: Option<&'a str>) -> StoreFuture<'a, Option<Checkpoint>> { self.inner.get_checkpoint(id, ns, c) }
+    fn list_checkpoints<'a>(&'a self, id: &'a str, ns: &'a str) -> StoreFuture<'a, Vec<Checkpoint>> { self.inner.list_checkpoints(id, ns) }
+    fn list_sessions<'a>(&'a self, scope: OwnerScope<'a>, limit: usize) -> StoreFuture<'a, Vec<SessionHead>> { self.inner.list_sessions(scope, limit) }
+    fn delete_session<'a>(&'a self, id: &'a str, scope: OwnerScope<'a>) -> StoreFuture<'a, bool> { self.inner.delete_session(id, scope) }
+    fn acquire_lease<'a>(&'a self, id: &'a str, holder: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
+        first_delayed(&self.acquires, self.first_acquire_delay, self.inner.acquire_lease(id, holder, ttl))
+    }
+    fn renew_lease<'a>(&'a self, id: &'a str, holder: &'a str, ttl: Duration) -> StoreFuture<'a, bool> { self.inner.renew_lease(id, holder, ttl) }
+    fn release_lease<'a>(&'a self, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> { self.inner.release_lease(id, holder) }
+    fn due_sessions<'a>(&'a self, now: u64, limit: usize) -> StoreFuture<'a, Vec<String>> {
+        first_delayed(&self.dues, self.first_due_delay, self.inner.due_sessions(now, limit))
+    }
 }
