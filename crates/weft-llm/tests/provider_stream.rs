@@ -144,6 +144,42 @@ async fn cancelling_a_stalled_stream_ends_it_aborted_with_the_partial() {
     assert!(stream.next().await.is_none());
 }
 
+#[tokio::test]
+async fn a_cancel_stops_a_stream_whose_next_deltas_are_already_there() {
+    let provider =
+        FauxProvider::new(FauxScript::new([FauxTurn::text("abcdefghij").with_chunk_size(1)]));
+    let cancel = CancellationToken::new();
+    let mut stream = provider.stream(request("s"), cancel.clone());
+    while stream.partial().text().is_empty() {
+        assert!(matches!(stream.next().await, Some(StreamEvent::Content(_))));
+    }
+    cancel.cancel();
+    // Nine more deltas are ready at once; none is handed on after the cancellation.
+    let Some(StreamEvent::Error(m)) = stream.next().await else { panic!("not aborted") };
+    assert_eq!((m.stop_reason, m.text().as_str()), (StopReason::Aborted, "a"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_wakes_the_task_waiting_on_a_stalled_stream_after_the_stream_moved() {
+    let provider = FauxProvider::new(FauxScript::new([FauxTurn::text("partial")
+        .with_chunk_size(100)
+        .stalled()]));
+    let parent = CancellationToken::new();
+    let mut stream = provider.stream(request("s"), parent.child_token());
+    for _ in 0..2 {
+        assert!(matches!(stream.next().await, Some(StreamEvent::Content(_))));
+    }
+    assert!(tokio::time::timeout(Duration::from_millis(20), stream.next()).await.is_err());
+    // Another task now waits on it (a new waker); only the cancellation can wake it.
+    let waiting = tokio::spawn(async move { stream.next().await });
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert!(!waiting.is_finished(), "a stalled stream waits");
+    tokio::spawn(async move { parent.cancel() });
+    let woken = tokio::time::timeout(Duration::from_secs(10), waiting).await;
+    let Ok(Ok(Some(StreamEvent::Error(m)))) = woken else { panic!("not woken: {woken:?}") };
+    assert_eq!((m.stop_reason, m.text().as_str()), (StopReason::Aborted, "partial"));
+}
+
 #[tokio::test(start_paused = true)]
 async fn delays_apply_before_each_delta() {
     let provider = FauxProvider::new(FauxScript::new([FauxTurn::text("abcdefgh")
