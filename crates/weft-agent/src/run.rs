@@ -238,8 +238,8 @@ impl Run {
                 session_id: self.session_id.clone(),
                 status,
                 messages: messages.clone(),
-                usage,
-                cost,
+                usage: Box::new(usage),
+                cost: Box::new(cost),
             },
             Some(span),
         );
@@ -384,14 +384,14 @@ impl Run {
             at: now_ms(),
             value: state.clone(),
         };
-        self.emitter.emit(AgentEvent::Checkpoint {
+        self.emitter.emit(AgentEvent::Checkpoint(Box::new(weft_core::CheckpointTaken {
             checkpoint_id: checkpoint.id.clone(),
             thread_id: checkpoint.session_id.clone(),
             checkpoint_ns: checkpoint.namespace.clone(),
             step,
             timestamp: checkpoint.at,
             state,
-        });
+        })));
         self.checkpoints.push(checkpoint);
     }
 
@@ -903,7 +903,7 @@ pub(crate) fn finish_call(
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
         output: output.clone(),
-        details: details.clone(),
+        details: details.clone().map(Box::new),
         is_error,
     };
     let result = ToolResultMessage {

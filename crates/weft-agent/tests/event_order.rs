@@ -188,9 +188,9 @@ async fn one_tool_call_then_final_answer() {
     let checkpoints: Vec<(&str, &serde_json::Value)> = events
         .iter()
         .filter_map(|e| match e {
-            AgentEvent::Checkpoint { checkpoint_id, checkpoint_ns, state, .. } => {
-                assert_eq!(checkpoint_ns, "react");
-                Some((checkpoint_id.as_str(), state))
+            AgentEvent::Checkpoint(taken) => {
+                assert_eq!(taken.checkpoint_ns, "react");
+                Some((taken.checkpoint_id.as_str(), &taken.state))
             }
             _ => None,
         })

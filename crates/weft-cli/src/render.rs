@@ -533,8 +533,8 @@ mod tests {
             session_id: "s".into(),
             status: weft_core::SessionStatus::Completed,
             messages: vec![],
-            usage: Default::default(),
-            cost: Default::default(),
+            usage: Box::default(),
+            cost: Box::default(),
         });
         assert!(render(false, &events).ends_with("Hello, world\n"));
     }

@@ -230,8 +230,8 @@ fn exchange(
                         messages: added, usage: u, cost: c, ..
                     }) => {
                         messages.extend(added.iter().cloned());
-                        usage += *u;
-                        cost += *c;
+                        usage += **u;
+                        cost += **c;
                     }
                     NativeMessage::Complete { status, pending_tool_calls } => {
                         complete = Some((*status, pending_tool_calls.clone()));

@@ -61,10 +61,11 @@ pub enum AgentEvent {
         status: SessionStatus,
         /// The messages this run added, in order (the session log's own, shared).
         messages: Vec<Arc<Message>>,
-        /// Tokens this run used.
-        usage: Usage,
+        /// Tokens this run used. (Usage and cost are boxed: the end of a run is one event of
+        /// thousands, and its size would be every event's.)
+        usage: Box<Usage>,
         /// What this run cost.
-        cost: Cost,
+        cost: Box<Cost>,
     },
     /// The run is suspended until these remote calls have results.
     AwaitingToolExecution {
@@ -215,9 +216,9 @@ pub enum AgentEvent {
         tool_name: String,
         /// The whole output (on failure, the error text the model sees).
         output: String,
-        /// Structured details, if the tool gave any.
+        /// Structured details, if the tool gave any (boxed: most calls give none).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        details: Option<Value>,
+        details: Option<Box<Value>>,
         /// Whether it failed.
         is_error: bool,
     },
@@ -234,21 +235,9 @@ pub enum AgentEvent {
         /// The state.
         state: Value,
     },
-    /// The run's state was checkpointed.
-    Checkpoint {
-        /// The checkpoint's id.
-        checkpoint_id: String,
-        /// The thread (the session's id).
-        thread_id: String,
-        /// The checkpoint namespace.
-        checkpoint_ns: String,
-        /// The step it was taken after.
-        step: u32,
-        /// When.
-        timestamp: u64,
-        /// The state.
-        state: Value,
-    },
+    /// The run's state was checkpointed. (Boxed: a rare event, kept out of the size of every
+    /// event; on the wire its fields sit beside `type` as for any other.)
+    Checkpoint(Box<CheckpointTaken>),
     /// Progress of a reasoning mode (tree or graph of thoughts): one variant for all of them,
     /// so each wire format handles them once.
     Progress(ModeProgress),
@@ -266,6 +255,24 @@ pub enum AgentEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<Arc<Message>>,
     },
+}
+
+/// A checkpoint of the run's state ([`AgentEvent::Checkpoint`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointTaken {
+    /// The checkpoint's id.
+    pub checkpoint_id: String,
+    /// The thread (the session's id).
+    pub thread_id: String,
+    /// The checkpoint namespace.
+    pub checkpoint_ns: String,
+    /// The step it was taken after.
+    pub step: u32,
+    /// When.
+    pub timestamp: u64,
+    /// The state.
+    pub state: Value,
 }
 
 /// Progress of a reasoning mode, with the stream protocol's names (`kind`) and fields

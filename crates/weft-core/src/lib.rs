@@ -38,7 +38,7 @@ pub mod store;
 pub mod tool;
 pub mod usage;
 
-pub use event::{AgentEvent, ModeProgress};
+pub use event::{AgentEvent, CheckpointTaken, ModeProgress};
 pub use history::History;
 pub use message::{
     AssistantContent, AssistantMessage, ImageContent, Message, Name, Role, StopReason, TextContent,

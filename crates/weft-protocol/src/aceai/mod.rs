@@ -271,7 +271,7 @@ impl Encoder for AceaiEncoder {
                     CallOut { arguments: args.as_deref(), ..CallOut::new(tool_call_id, tool_name) };
                 let mut result = ResultOut::new(call, output);
                 result.error = is_error.then_some(output.as_str());
-                result.details = details.as_ref();
+                result.details = details.as_deref();
                 f.tool_result = Some(result);
                 out.push(Frame::json(&f));
             }

@@ -265,8 +265,8 @@ impl Script {
             session_id: self.session.clone(),
             status,
             messages: self.messages.into_iter().map(Arc::new).collect(),
-            usage,
-            cost: Default::default(),
+            usage: Box::new(usage),
+            cost: Box::default(),
         });
         self.events
     }

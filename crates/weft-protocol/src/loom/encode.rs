@@ -8,7 +8,7 @@ use std::hash::Hasher;
 
 use fnv::FnvHasher;
 use serde::Serialize;
-use weft_core::{AgentEvent, Message, ModeProgress, Role, ToolCall};
+use weft_core::{AgentEvent, CheckpointTaken, Message, ModeProgress, Role, ToolCall};
 
 use super::export::{Fields, export_key, json};
 use crate::framing::write_u64;
@@ -605,14 +605,15 @@ impl Encoder for LoomEncoder {
             AgentEvent::StateUpdate { name, state } => {
                 self.simple("updates", Fields::new().put("id", name).put("state", state), out);
             }
-            AgentEvent::Checkpoint {
-                checkpoint_id,
-                thread_id,
-                checkpoint_ns,
-                step,
-                timestamp,
-                state,
-            } => {
+            AgentEvent::Checkpoint(taken) => {
+                let CheckpointTaken {
+                    checkpoint_id,
+                    thread_id,
+                    checkpoint_ns,
+                    step,
+                    timestamp,
+                    state,
+                } = &**taken;
                 let payload = Fields::new()
                     .put("checkpoint_id", checkpoint_id)
                     .put("timestamp", timestamp)

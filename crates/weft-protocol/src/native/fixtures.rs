@@ -2,7 +2,7 @@
 use serde_json::json;
 use std::sync::Arc;
 use weft_core::{
-    AgentEvent, AgentStep, AssistantContent, AssistantMessage, Cost, Message, ModeProgress, Role,
+    AgentEvent, AgentStep, AssistantContent, AssistantMessage, Message, ModeProgress, Role,
     SessionStatus, StepAnnotations, StopReason, TextContent, ThinkingContent, ToolCall,
     ToolExecutionResult, ToolResultMessage, Usage, UserMessage,
 };
@@ -194,8 +194,8 @@ pub(crate) fn end(out: &mut Vec<AgentEvent>, status: SessionStatus, messages: Ve
         session_id: "s1".into(),
         status,
         messages: messages.into_iter().map(Arc::new).collect(),
-        usage: Usage::default(),
-        cost: Cost::default(),
+        usage: Box::default(),
+        cost: Box::default(),
     });
 }
 
@@ -350,14 +350,14 @@ pub(crate) fn tot_with_extras() -> Vec<AgentEvent> {
         rule_based: false,
     }));
     ev.push(AgentEvent::StateUpdate { name: "think".into(), state: json!({"depth": 1}) });
-    ev.push(AgentEvent::Checkpoint {
+    ev.push(AgentEvent::Checkpoint(Box::new(weft_core::CheckpointTaken {
         checkpoint_id: "k1".into(),
         thread_id: "s1".into(),
         checkpoint_ns: "".into(),
         step: 0,
         timestamp: T0,
         state: json!({}),
-    });
+    })));
     let m = assistant(vec![text("b it is")], StopReason::Stop);
     model_call(&mut ev, "st0", 0, &m);
     end_step(&mut ev, step("st0", 0, &m, vec![]), &[]);
@@ -409,8 +409,8 @@ pub(crate) fn one_of_each() -> Vec<AgentEvent> {
             session_id: "s".into(),
             status: SessionStatus::Completed,
             messages: vec![],
-            usage: Usage::default(),
-            cost: Cost::default(),
+            usage: Box::default(),
+            cost: Box::default(),
         },
         AgentEvent::AwaitingToolExecution { session_id: "s".into(), tool_calls: vec![c.clone()] },
         AgentEvent::ApprovalRequired { session_id: "s".into(), tool_calls: vec![c.clone()] },
@@ -444,14 +444,14 @@ pub(crate) fn one_of_each() -> Vec<AgentEvent> {
         },
         AgentEvent::StateSnapshot { state: json!({}) },
         AgentEvent::StateUpdate { name: "n".into(), state: json!({}) },
-        AgentEvent::Checkpoint {
+        AgentEvent::Checkpoint(Box::new(weft_core::CheckpointTaken {
             checkpoint_id: "k".into(),
             thread_id: "s".into(),
             checkpoint_ns: "".into(),
             step: 0,
             timestamp: 0,
             state: json!({}),
-        },
+        })),
         AgentEvent::Progress(ModeProgress::TotExpand { candidates: vec![] }),
         AgentEvent::Progress(ModeProgress::TotEvaluate {
             chosen: 0,

@@ -32,20 +32,20 @@ fn small_run_exact_frames() {
         AgentEvent::TextStart { index: 0 },
         AgentEvent::TextDelta { index: 0, delta: "Hi \"you\"\n".into() },
         AgentEvent::TextEnd { index: 0, text: "Hi \"you\"\n".into() },
-        AgentEvent::Checkpoint {
+        AgentEvent::Checkpoint(Box::new(weft_core::CheckpointTaken {
             checkpoint_id: "k".into(),
             thread_id: "s".into(),
             checkpoint_ns: "".into(),
             step: 0,
             timestamp: 0,
             state: json!({}),
-        },
+        })),
         AgentEvent::SessionEnd {
             session_id: "s".into(),
             status: SessionStatus::Completed,
             messages: vec![],
-            usage: Default::default(),
-            cost: Default::default(),
+            usage: Box::default(),
+            cost: Box::default(),
         },
     ];
     let frames = render(&events);
@@ -122,8 +122,8 @@ fn execute_complete_lists_remote_and_approval_calls_and_resets_per_run() {
             session_id: "s".into(),
             status: SessionStatus::AwaitingApproval,
             messages: vec![],
-            usage: Default::default(),
-            cost: Default::default(),
+            usage: Box::default(),
+            cost: Box::default(),
         },
     ] {
         encoder.encode(&event, &mut frames);
@@ -160,8 +160,8 @@ fn execute_complete_lists_remote_and_approval_calls_and_resets_per_run() {
             session_id: "s".into(),
             status: SessionStatus::Completed,
             messages: vec![],
-            usage: Default::default(),
-            cost: Default::default(),
+            usage: Box::default(),
+            cost: Box::default(),
         },
     ] {
         encoder.encode(&event, &mut frames);

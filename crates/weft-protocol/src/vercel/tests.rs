@@ -508,14 +508,14 @@ fn state_and_progress_events_become_data_parts() {
             scores: vec![0.5, 0.75],
             rule_based: false,
         }))
-        .event(AgentEvent::Checkpoint {
+        .event(AgentEvent::Checkpoint(Box::new(weft_core::CheckpointTaken {
             checkpoint_id: "k1".into(),
             thread_id: "s1".into(),
             checkpoint_ns: "".into(),
             step: 0,
             timestamp: 5,
             state: json!({}),
-        })
+        })))
         .event(AgentEvent::Custom { value: json!({"kind": "ping"}) })
         .end(SessionStatus::Completed);
     let frames = encode(&events);

@@ -245,8 +245,8 @@ impl Stream {
             session_id: self.session.clone(),
             status,
             messages: messages.into_iter().map(Arc::new).collect(),
-            usage,
-            cost: Default::default(),
+            usage: Box::new(usage),
+            cost: Box::default(),
         });
     }
 }
@@ -490,14 +490,14 @@ fn graph_events() -> Vec<AgentEvent> {
         to_depth: 0,
     }));
     s.push(AgentEvent::StateUpdate { name: "plan_graph".into(), state: json!({"n": 2}) });
-    s.push(AgentEvent::Checkpoint {
+    s.push(AgentEvent::Checkpoint(Box::new(weft_core::CheckpointTaken {
         checkpoint_id: "ck1".into(),
         thread_id: "s7".into(),
         checkpoint_ns: "".into(),
         step: 0,
         timestamp: 99,
         state: json!({"n": 2}),
-    });
+    })));
     s.push(AgentEvent::Custom { value: json!({"anything": [1, 2]}) });
     s.push(AgentEvent::NodeExit {
         name: "plan_graph".into(),
