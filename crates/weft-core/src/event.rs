@@ -257,6 +257,11 @@ pub enum AgentEvent {
     },
 }
 
+// Every event of a session's log is this size (an `EventRecord` holds one): a new variant or
+// field that grows it grows every text delta kept. Box what is large and rare.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<AgentEvent>() <= 88);
+
 /// A checkpoint of the run's state ([`AgentEvent::Checkpoint`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
