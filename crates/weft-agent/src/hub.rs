@@ -164,7 +164,10 @@ impl Hub {
         let spawn = {
             let mut state = self.lock();
             state.live = true;
-            state.refusal = None;
+            if state.refusal.take().is_some() {
+                // Whatever the refused run published is not sent with this run's events.
+                state.refused = state.last_seq;
+            }
             if self.store.is_none() {
                 // Nothing else keeps older runs' events: the current run's are enough.
                 state.events.clear();

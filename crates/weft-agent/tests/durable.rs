@@ -650,3 +650,34 @@ async fn events_the_store_refuses_for_good_are_not_retried_and_the_run_is_told()
     tokio::time::sleep(Duration::from_millis(5_500)).await;
     assert_eq!(spy.appends(), after_end, "refused events were sent again");
 }
+
+/// After a run whose events the store refused, the next run of the same session is written as
+/// usual: neither the refused events nor the refusal are carried into it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_refused_run_the_next_run_is_stored_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let spy = Arc::new(common::Spy::new(sqlite(&dir).await));
+    let provider = Recording::new([
+        FauxTurn::text(prose(400)).with_chunk_size(8).with_delay_ms(1),
+        FauxTurn::text(prose(400)).with_chunk_size(8).with_delay_ms(1),
+    ]);
+    let agent = Agent::builder(provider).store(spy.clone()).build().unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
+    let id = session.id();
+
+    spy.refuse_appends.store(1, std::sync::atomic::Ordering::SeqCst);
+    let first = agent.execute(&session, Input::text("one")).await.unwrap().result().await;
+    let error = first.error.expect("the refused run says so");
+    assert!(error.contains("refused by the test"), "{error}");
+
+    let second = agent.execute(&session, Input::text("two")).await.unwrap().result().await;
+    assert_eq!((second.status, second.error.as_deref()), (SessionStatus::Completed, None));
+    let stored = spy.inner.read_events(&id, 0, 100_000).await.unwrap();
+    let runs: std::collections::BTreeSet<&str> = stored.iter().map(|r| &*r.run_id).collect();
+    assert_eq!(runs.len(), 1, "only the second run's events are stored");
+    assert!(matches!(stored.first().map(|r| &r.event), Some(AgentEvent::SessionStart { .. })));
+    assert!(matches!(stored.last().map(|r| &r.event), Some(AgentEvent::SessionEnd { .. })));
+    let (text, seqs) = text_and_seqs(&stored);
+    assert_eq!(text, prose(400));
+    assert_strictly_increasing(&seqs);
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 use weft_agent::{Agent, ExecuteResult, SessionHandle};
 use weft_core::{
     AgentEvent, Checkpoint, Commit, EventRecord, History, Input, Message, OwnerScope, SessionHead,
-    SessionStore, StoreFuture, StoredSession,
+    SessionStore, StoreError, StoreFuture, StoredSession,
 };
 use weft_llm::faux::{FauxProvider, FauxScript, FauxTurn};
 use weft_llm::{CancellationToken, ModelRequest, Provider, ProviderStream};
@@ -84,6 +84,9 @@ pub fn tool_results<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<
 pub struct Spy {
     pub inner: Arc<dyn SessionStore>,
     pub appends: AtomicUsize,
+    /// How many of the next `append_events` calls to refuse (as a store refusing a record
+    /// does), without passing them on.
+    pub refuse_appends: AtomicUsize,
     acquires: AtomicUsize,
     dues: AtomicUsize,
     first_acquire_delay: Duration,
@@ -95,6 +98,7 @@ impl Spy {
         Self {
             inner,
             appends: AtomicUsize::new(0),
+            refuse_appends: AtomicUsize::new(0),
             acquires: AtomicUsize::new(0),
             dues: AtomicUsize::new(0),
             first_acquire_delay: Duration::ZERO,
@@ -140,6 +144,10 @@ impl SessionStore for Spy {
     fn reserve_seqs<'a>(&'a self, id: &'a str, count: u64) -> StoreFuture<'a, u64> { self.inner.reserve_seqs(id, count) }
     fn append_events<'a>(&'a self, id: &'a str, events: Vec<Arc<EventRecord>>) -> StoreFuture<'a, ()> {
         self.appends.fetch_add(1, Ordering::SeqCst);
+        let refuse = self.refuse_appends.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+        if refuse {
+            return Box::pin(std::future::ready(Err(StoreError::Invalid("refused by the test".into()))));
+        }
         self.inner.append_events(id, events)
     }
     fn read_events<'a>(&'a self, id: &'a str, after: u64, limit: usize) -> StoreFuture<'a, Vec<Arc<EventRecord>>> { self.inner.read_events(id, after, limit) }
