@@ -624,8 +624,8 @@ async fn persister(hub: Arc<Hub>) {
                 // events alive): these events, and the rest of this run's, stay in this
                 // process's memory only, and the run is told. A later run's are written.
                 tracing::error!(session_id = %hub.session_id, %error, first, last, "the store refused these events for good; they are not retried");
+                // `unpersisted` skips the rest of the run from here on.
                 let mut state = hub.lock();
-                state.refused = state.refused.max(last);
                 state.refusal = Some(error.clone());
                 state.failure = Some(error);
                 drop(state);

@@ -848,15 +848,7 @@ fn open_turn_mut(session: &mut Session) -> Result<&mut OpenTurn, ExecuteError> {
 fn unknown_or_answered(session: &Session, turn: &OpenTurn, id: &str) -> ExecuteError {
     let in_turn =
         turn.calls.iter().any(|s| s.call.id == id && matches!(s.state, CallState::Done { .. }));
-    // Searched only on this error path, newest first: the answer is usually recent.
-    let answered_before = || {
-        session
-            .messages
-            .iter()
-            .rev()
-            .any(|m| matches!(m, Message::ToolResult(r) if r.tool_call_id == id))
-    };
-    if in_turn || answered_before() {
+    if in_turn || answered_before(session, id) {
         ExecuteError::AlreadyAnswered(id.to_string())
     } else {
         ExecuteError::UnknownToolCall(id.to_string())
@@ -870,17 +862,20 @@ fn nothing_pending_for<'a>(
     session: &Session,
     mut ids: impl Iterator<Item = &'a String>,
 ) -> ExecuteError {
-    let answered = |id: &str| {
-        session
-            .messages
-            .iter()
-            .rev()
-            .any(|m| matches!(m, Message::ToolResult(r) if r.tool_call_id == id))
-    };
-    match ids.find(|id| answered(id)) {
+    match ids.find(|id| answered_before(session, id)) {
         Some(id) => ExecuteError::AlreadyAnswered(id.clone()),
         None => nothing_pending(&session.id),
     }
+}
+
+/// Whether the conversation holds a result for call `id`. Searched on error paths only, newest
+/// first: the answer is usually recent.
+fn answered_before(session: &Session, id: &str) -> bool {
+    session
+        .messages
+        .iter()
+        .rev()
+        .any(|m| matches!(m, Message::ToolResult(r) if r.tool_call_id == id))
 }
 
 fn nothing_pending(session: &str) -> ExecuteError {

@@ -338,22 +338,32 @@ async fn a_result_before_the_deadline_wins() {
     assert_eq!(session.snapshot().messages.len(), 4);
 }
 
-#[tokio::test]
-async fn a_result_for_a_call_answered_already_is_refused_and_changes_nothing() {
-    let provider = Recording::new([
-        FauxTurn::tool_call("read_page", json!({"selector": "h1"})),
-        FauxTurn::tool_call("read_page", json!({"selector": "h2"})),
-        FauxTurn::text("Done."),
-    ]);
+/// A session with the browser tool whose first turn calls it and whose call is answered "A":
+/// the provider, agent, session, the call, and how the answered run ended.
+async fn first_call_answered(
+    turns: impl IntoIterator<Item = FauxTurn>,
+) -> (Recording, Agent, weft_agent::SessionHandle, weft_core::ToolCall, weft_agent::ExecuteResult) {
+    let provider = Recording::new(turns);
     let agent = counting_agent(provider.clone(), Arc::default(), false);
     let session = agent
         .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
         .await
         .unwrap();
-    let (_, first) = run(&agent, &session, Input::text("Read two headings")).await;
+    let (_, first) = run(&agent, &session, Input::text("Read the headings")).await;
     let call = first.pending_tool_calls[0].clone();
-    let (_, second) =
+    let (_, answered) =
         run(&agent, &session, Input::ToolResults(vec![ToolResultMessage::ok(&call, "A")])).await;
+    (provider, agent, session, call, answered)
+}
+
+#[tokio::test]
+async fn a_result_for_a_call_answered_already_is_refused_and_changes_nothing() {
+    let (provider, agent, session, call, second) = first_call_answered([
+        FauxTurn::tool_call("read_page", json!({"selector": "h1"})),
+        FauxTurn::tool_call("read_page", json!({"selector": "h2"})),
+        FauxTurn::text("Done."),
+    ])
+    .await;
     assert_eq!(second.status, SessionStatus::AwaitingToolExecution);
 
     // The first call was answered in an earlier turn: the same answer again is refused.
@@ -368,19 +378,11 @@ async fn a_result_for_a_call_answered_already_is_refused_and_changes_nothing() {
 
 #[tokio::test]
 async fn a_result_arriving_after_the_run_went_on_to_its_end_is_refused_as_answered() {
-    let provider = Recording::new([
+    let (provider, agent, session, call, done) = first_call_answered([
         FauxTurn::tool_call("read_page", json!({"selector": "h1"})),
         FauxTurn::text("Done."),
-    ]);
-    let agent = counting_agent(provider.clone(), Arc::default(), false);
-    let session = agent
-        .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
-        .await
-        .unwrap();
-    let (_, first) = run(&agent, &session, Input::text("Read the heading")).await;
-    let call = first.pending_tool_calls[0].clone();
-    let (_, done) =
-        run(&agent, &session, Input::ToolResults(vec![ToolResultMessage::ok(&call, "A")])).await;
+    ])
+    .await;
     assert_eq!(done.status, SessionStatus::Completed);
 
     // Nothing waits any more; the late duplicate (another client, a retry) is named as such.

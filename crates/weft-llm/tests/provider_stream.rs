@@ -122,21 +122,24 @@ async fn an_error_turn_cuts_the_stream_mid_block_and_keeps_the_partial() {
     assert_eq!(m.usage.total, 5, "usage already sent is kept");
 }
 
-#[tokio::test]
-async fn cancelling_a_stalled_stream_ends_it_aborted_with_the_partial() {
+/// A stream that said "partial" and now hangs until `cancel` fires.
+async fn stalled_after_partial(cancel: CancellationToken) -> ProviderStream {
     let provider = FauxProvider::new(FauxScript::new([FauxTurn::text("partial")
         .with_chunk_size(100)
         .stalled()]));
-    let cancel = CancellationToken::new();
-    let mut stream = provider.stream(request("s"), cancel.clone());
-    let mut seen = 0;
-    while seen < 2 {
+    let mut stream = provider.stream(request("s"), cancel);
+    for _ in 0..2 {
         assert!(matches!(stream.next().await, Some(StreamEvent::Content(_))));
-        seen += 1;
     }
     assert_eq!(stream.partial().text(), "partial");
-    // The stream now hangs until cancelled.
     assert!(tokio::time::timeout(Duration::from_millis(30), stream.next()).await.is_err());
+    stream
+}
+
+#[tokio::test]
+async fn cancelling_a_stalled_stream_ends_it_aborted_with_the_partial() {
+    let cancel = CancellationToken::new();
+    let mut stream = stalled_after_partial(cancel.clone()).await;
     cancel.cancel();
     let Some(StreamEvent::Error(m)) = stream.next().await else { panic!("not aborted") };
     assert_eq!(m.stop_reason, StopReason::Aborted);
@@ -161,15 +164,8 @@ async fn a_cancel_stops_a_stream_whose_next_deltas_are_already_there() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_wakes_the_task_waiting_on_a_stalled_stream_after_the_stream_moved() {
-    let provider = FauxProvider::new(FauxScript::new([FauxTurn::text("partial")
-        .with_chunk_size(100)
-        .stalled()]));
     let parent = CancellationToken::new();
-    let mut stream = provider.stream(request("s"), parent.child_token());
-    for _ in 0..2 {
-        assert!(matches!(stream.next().await, Some(StreamEvent::Content(_))));
-    }
-    assert!(tokio::time::timeout(Duration::from_millis(20), stream.next()).await.is_err());
+    let mut stream = stalled_after_partial(parent.child_token()).await;
     // Another task now waits on it (a new waker); only the cancellation can wake it.
     let waiting = tokio::spawn(async move { stream.next().await });
     tokio::time::sleep(Duration::from_millis(30)).await;

@@ -255,10 +255,10 @@ impl LoomEncoder {
     ) {
         let Some(number) = self.take_delta(thinking, index, delta) else { return };
         self.event_id += 1;
-        if self.delta_envelope.is_none() {
-            self.delta_envelope = Some(self.make_delta_envelope());
-        }
-        let Some(envelope) = &self.delta_envelope else { return };
+        let envelope = match self.delta_envelope.take() {
+            Some(envelope) => envelope,
+            None => self.make_delta_envelope(),
+        };
         framing.open(Some(seq), out);
         out.extend_from_slice(&envelope.head);
         write_u64(self.event_id, out);
@@ -273,6 +273,7 @@ impl LoomEncoder {
         write_u64(number, out);
         out.push(b'}');
         framing.close(out);
+        self.delta_envelope = Some(envelope);
     }
 
     /// The envelope of the next delta frames, as things stand.
@@ -299,11 +300,7 @@ impl LoomEncoder {
 
     /// The end of a text or thinking block: whatever its chunks did not say yet.
     fn block_end(&mut self, thinking: bool, index: u32, text: &str, out: &mut Vec<Frame>) {
-        self.block(thinking, index);
-        let Some(at) = self.blocks.iter().position(|(t, i, _)| (*t, *i) == (thinking, index))
-        else {
-            return;
-        };
+        let at = self.block_at(thinking, index);
         let (_, _, block) = self.blocks.swap_remove(at);
         match block.rest(text) {
             Some(rest) if !rest.is_empty() || block.chunks == 0 => {
@@ -322,22 +319,20 @@ impl LoomEncoder {
 
     /// The open block at `index`, opened if needed.
     fn open_block(&mut self, thinking: bool, index: u32) -> &mut Block {
-        let at = match self.blocks.iter().position(|(t, i, _)| (*t, *i) == (thinking, index)) {
-            Some(at) => at,
-            None => {
-                let number = self.next_block;
-                self.next_block += 1;
-                let block = Block {
-                    number,
-                    sent_len: 0,
-                    sent_hash: FnvHasher::default().finish(),
-                    chunks: 0,
-                };
-                self.blocks.push((thinking, index, block));
-                self.blocks.len() - 1
-            }
-        };
+        let at = self.block_at(thinking, index);
         &mut self.blocks[at].2
+    }
+
+    /// Where the open block at `index` is in `blocks`, opened if needed.
+    fn block_at(&mut self, thinking: bool, index: u32) -> usize {
+        if let Some(at) = self.blocks.iter().position(|(t, i, _)| (*t, *i) == (thinking, index)) {
+            return at;
+        }
+        let number = self.next_block;
+        self.next_block += 1;
+        let sent_hash = FnvHasher::default().finish();
+        self.blocks.push((thinking, index, Block { number, sent_len: 0, sent_hash, chunks: 0 }));
+        self.blocks.len() - 1
     }
 
     fn chunk(
