@@ -20,7 +20,8 @@
 //! - every reported event the store has is the one reported; every event a worker saw before a
 //!   `session_end` it saw is stored (the end of a run is durable before it is reported, unless
 //!   the run's result says the store refused it: a run whose lease was taken over under load is
-//!   told so, and then nothing it was told is claimed durable); per
+//!   told so, and then nothing it was told is claimed durable — also when a later run of the
+//!   session in the same life ends durably: the store refused that run's events for good); per
 //!   session, the seqs reported over all lives only ever increase (never reused, even for events
 //!   that died unstored);
 //! - every tenth kill, and at the end, no session stays `running`: recovery happens, bounded.
@@ -551,6 +552,7 @@ struct ReportedResult {
     status: SessionStatus,
     messages_len: usize,
     last_digest: Option<u64>,
+    first_seq: u64,
     end_seq: u64,
     error: Option<String>,
 }
@@ -644,6 +646,7 @@ impl Ledger {
                         status,
                         messages_len,
                         last_digest,
+                        first_seq,
                         end_seq,
                         error,
                     });
@@ -806,6 +809,13 @@ async fn check_after_kill(
             .map(|r| r.end_seq)
             .max()
             .unwrap_or(0);
+        // The runs of this life whose events the store refused (their results say so).
+        let refused: Vec<std::ops::RangeInclusive<u64>> = ledger
+            .results
+            .iter()
+            .filter(|r| &r.session == id && r.life == life && !r.durable())
+            .map(|r| r.first_seq..=r.end_seq)
+            .collect();
         let events = stored_events(store, id, min - 1).await;
         for (seq, reported) in mine {
             match events.get(&seq) {
@@ -816,7 +826,8 @@ async fn check_after_kill(
                     stored.kind, stored.run_id, reported.kind
                 ),
                 None => assert!(
-                    seq > durable_up_to && reported.kind != "session_end",
+                    refused.iter().any(|run| run.contains(&seq))
+                        || (seq > durable_up_to && reported.kind != "session_end"),
                     "after kill {life}: session {id}'s event {seq} ({}) was streamed before \
                      the reported end of a run (seq {durable_up_to}) but is not stored",
                     reported.kind
