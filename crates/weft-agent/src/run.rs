@@ -178,8 +178,19 @@ impl Run {
         }
         if let Some(error) = failure {
             tracing::error!(session_id = %self.session_id, %error, "the session store failed: the run stops");
-            self.error.get_or_insert(format!("the session store failed: {error}"));
+            self.store_failed(&error);
             self.cancel.cancel();
+        }
+    }
+
+    /// The run's result says the store failed it (after any other error it had: a caller must
+    /// learn that the end is not durable even when the run also failed for another reason).
+    fn store_failed(&mut self, error: &dyn std::fmt::Display) {
+        const FAILED: &str = "the session store failed";
+        match &mut self.error {
+            None => self.error = Some(format!("{FAILED}: {error}")),
+            Some(text) if !text.contains(FAILED) => text.push_str(&format!("; {FAILED}: {error}")),
+            Some(_) => {}
         }
     }
 
@@ -206,7 +217,7 @@ impl Run {
         };
         if let Err(error) = self.session.save().await {
             tracing::error!(session_id = %self.session_id, %error, "saving the run's end failed");
-            self.error.get_or_insert(format!("the session store failed: {error}"));
+            self.store_failed(&error);
         }
         if status == SessionStatus::AwaitingApproval {
             self.emitter.emit(AgentEvent::ApprovalRequired {
@@ -249,7 +260,7 @@ impl Run {
             // This process's watchers have the events all the same; the store may miss them, and
             // the caller is told so: this end is not durable.
             tracing::error!(session_id = %self.session_id, %error, "persisting the run's events failed");
-            self.error.get_or_insert(format!("the session store failed: {error}"));
+            self.store_failed(&error);
         }
         if let Some(lease) = self.lease.take() {
             lease.release().await;

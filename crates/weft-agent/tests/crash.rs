@@ -562,7 +562,7 @@ impl ReportedResult {
     /// its end (its lease was taken over and another run of the session moved on, under load)
     /// reports that in its error: what it was told is then not claimed durable.
     fn durable(&self) -> bool {
-        !self.error.as_deref().is_some_and(|e| e.starts_with("the session store failed"))
+        !self.error.as_deref().is_some_and(|e| e.contains("the session store failed"))
     }
 }
 
