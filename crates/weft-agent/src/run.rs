@@ -189,7 +189,10 @@ impl Run {
         const FAILED: &str = "the session store failed";
         match &mut self.error {
             None => self.error = Some(format!("{FAILED}: {error}")),
-            Some(text) if !text.contains(FAILED) => text.push_str(&format!("; {FAILED}: {error}")),
+            Some(text) if !text.contains(FAILED) => {
+                use std::fmt::Write as _;
+                let _ = write!(text, "; {FAILED}: {error}");
+            }
             Some(_) => {}
         }
     }

@@ -298,19 +298,17 @@ impl Stream for ProviderStream {
 ///
 /// The token's cancellation future is polled with a waker of its own, which raises a flag and
 /// then wakes the stream's task; a poll of the stream only reads the flag. The future is polled
-/// again only when the flag is up, so the token's lock is taken once when the watch is armed
-/// and once per wake-up of the token, not per delta.
+/// only when the flag is up (it starts up, so the first look arms the watch), so the token's
+/// lock is taken once when the watch is armed and once per wake-up of the token, not per delta.
 struct CancelWatch {
-    token: CancellationToken,
-    /// Armed on the first look: the token's cancellation future, registered with `signal`.
-    cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    /// The token's cancellation future, polled with `signal` as its waker.
+    cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
     signal: Arc<CancelSignal>,
     /// The task waker last handed to `signal`: replaced only when the task's waker changes.
     task: Option<Waker>,
 }
 
 /// Raised by the token's cancellation (or a spurious wake of its future); wakes the task.
-#[derive(Default)]
 struct CancelSignal {
     raised: AtomicBool,
     task: AtomicWaker,
@@ -329,7 +327,8 @@ impl Wake for CancelSignal {
 
 impl CancelWatch {
     fn new(token: CancellationToken) -> Self {
-        Self { token, cancelled: None, signal: Arc::default(), task: None }
+        let signal = CancelSignal { raised: AtomicBool::new(true), task: AtomicWaker::new() };
+        Self { cancelled: Box::pin(token.cancelled_owned()), signal: Arc::new(signal), task: None }
     }
 
     /// Whether the token is cancelled; otherwise a later cancellation wakes `cx`'s task.
@@ -338,18 +337,12 @@ impl CancelWatch {
             self.signal.task.register(cx.waker());
             self.task = Some(cx.waker().clone());
         }
-        let cancelled = match &mut self.cancelled {
-            Some(cancelled) => {
-                // A plain load per poll: the flag's line is written only by a wake-up.
-                if !self.signal.raised.load(Ordering::Acquire) {
-                    return false;
-                }
-                self.signal.raised.store(false, Ordering::Release);
-                cancelled
-            }
-            None => self.cancelled.insert(Box::pin(self.token.clone().cancelled_owned())),
-        };
+        // A plain load per poll: the flag's line is written only by a wake-up.
+        if !self.signal.raised.load(Ordering::Acquire) {
+            return false;
+        }
+        self.signal.raised.store(false, Ordering::Release);
         let waker = Waker::from(Arc::clone(&self.signal));
-        cancelled.as_mut().poll(&mut Context::from_waker(&waker)).is_ready()
+        self.cancelled.as_mut().poll(&mut Context::from_waker(&waker)).is_ready()
     }
 }
