@@ -857,6 +857,12 @@ impl Run {
                         outcomes[i] = Some(self.outcome(call, Ok(out), started[i]));
                     }
                 }
+                // A tool that stopped because the run was aborted: the abort answers it, not
+                // the tool's own words, whichever of the two this loop happened to see first.
+                ToolEvent::Error(ToolError::Cancelled(_)) if self.cancel.is_cancelled() => {
+                    aborted = true;
+                    break;
+                }
                 ToolEvent::Error(error) => {
                     if outcomes[i].is_none() {
                         remaining -= 1;

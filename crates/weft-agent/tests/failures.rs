@@ -182,6 +182,55 @@ async fn abort_during_text_streaming_keeps_the_partial_text() {
     assert_eq!(result.response().final_output, "Again!");
 }
 
+/// A tool that answers its cancellation at once, in its own words. The abort and the tool's
+/// answer race to the run; the abort's words win every time, so what a client sees after an
+/// abort does not depend on which the run happened to read first.
+struct Yielding(weft_core::ToolSpec);
+
+impl weft_agent::Tool for Yielding {
+    fn spec(&self) -> &weft_core::ToolSpec {
+        &self.0
+    }
+    fn execute(
+        &self,
+        _: serde_json::Value,
+        ctx: weft_agent::ToolContext,
+    ) -> weft_agent::ToolStream {
+        futures::stream::once(async move {
+            ctx.cancel.cancelled().await;
+            weft_agent::ToolEvent::Error(weft_agent::ToolError::Cancelled("gave up".into()))
+        })
+        .boxed()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aborted_run_answers_its_calls_the_same_way_however_the_tool_races_it() {
+    for round in 0..30 {
+        let provider = Recording::new([FauxTurn::tool_call("wait", json!({}))]);
+        let spec =
+            weft_core::ToolSpec::new("wait", "Waits to be cancelled", json!({"type": "object"}));
+        let agent = Agent::builder(provider).tool(Yielding(spec)).build().unwrap();
+        let session = agent.create_session(SessionOptions::default()).await.unwrap();
+        let mut stream = agent.execute(&session, Input::text("wait")).await.unwrap();
+        let mut ended = None;
+        while let Some(event) = stream.next().await {
+            if matches!(event, AgentEvent::ToolExecutionStart { .. }) {
+                stream.abort();
+            }
+            if let AgentEvent::ToolExecutionEnd { output, .. } = event {
+                ended = Some(output);
+            }
+        }
+        assert_eq!(stream.result().await.status, SessionStatus::Aborted, "round {round}");
+        assert_eq!(
+            ended.as_deref(),
+            Some("Tool call aborted: the run was aborted"),
+            "round {round}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn abort_during_a_tool_cancels_it_and_makes_no_further_model_call() {
     let dropped = Arc::new(AtomicBool::new(false));
