@@ -72,9 +72,8 @@ impl GraphNodeRun {
             let clock = Instant::now();
             let (message, step_id) = self.model_call(s, turn).await;
             let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
-            let failure = message.stop_reason.is_failure().then(|| {
-                message.error_message.clone().unwrap_or_else(|| "the model call failed".into())
-            });
+            let failure =
+                message.stop_reason.is_failure().then(|| message.failure_text().to_string());
             let tool_calls: Vec<_> = message.tool_calls().cloned().collect();
             let text = message.text();
             let mut call = NodeCall {

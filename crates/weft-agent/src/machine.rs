@@ -667,8 +667,8 @@ impl Machine {
         scratch: bool,
     ) -> AgentStep {
         session.usage += message.usage;
-        if let Some(cost) = message.cost {
-            session.cost += cost;
+        if let Some(cost) = &message.cost {
+            session.cost += **cost;
         }
         let mut annotations = StepAnnotations::default();
         annotations.extra.insert("mode".into(), self.mode.name().into());
@@ -716,7 +716,7 @@ impl Machine {
             _ => None,
         };
         if let Some(status) = failure {
-            let why = message.error_message.unwrap_or_else(|| "the model call failed".into());
+            let why = message.failure_text().to_string();
             return Progress { steps, ..Progress::finish(status, why) };
         }
         let progress = match (self.mode.clone(), node) {

@@ -238,13 +238,13 @@ impl Run {
         for message in &messages {
             if let Message::Assistant(m) = &**message {
                 usage += m.usage;
-                cost += m.cost.unwrap_or_default();
+                cost += m.cost.as_deref().copied().unwrap_or_default();
             }
         }
         // Scratch calls (candidates, scores, plans, graph nodes) are not in the conversation.
         for step in steps.iter().filter(|s| s.annotations.extra.contains_key("scratch")) {
             usage += step.llm_response.usage;
-            cost += step.llm_response.cost.unwrap_or_default();
+            cost += step.llm_response.cost.as_deref().copied().unwrap_or_default();
         }
         let span = MessageSpan { first: self.start_len as u64, count: messages.len() as u64 };
         self.emitter.emit_repeating(
@@ -499,9 +499,7 @@ impl Run {
         let stream = provider.stream(request, self.cancel.child_token());
         let message = self.stream_message(stream).await;
         let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let failure = message.stop_reason.is_failure().then(|| {
-            message.error_message.clone().unwrap_or_else(|| "the model call failed".to_string())
-        });
+        let failure = message.stop_reason.is_failure().then(|| message.failure_text().to_string());
         ModelNode { before, step_id, started_at, latency_ms, message, failure }
     }
 

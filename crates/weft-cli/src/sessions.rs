@@ -545,7 +545,7 @@ fn write_message(out: &mut dyn Write, message: &Message, color: bool) -> io::Res
 
 fn write_step(out: &mut dyn Write, step: &AgentStep) -> io::Result<()> {
     let response = &step.llm_response;
-    let cost = response.cost.unwrap_or_default();
+    let cost = response.cost.as_deref().copied().unwrap_or_default();
     writeln!(
         out,
         "  step {} · model {} · {} · tokens: {} · cost: {}",
@@ -658,7 +658,7 @@ mod tests {
         };
         let mut response = first;
         response.usage = Usage::new(10, 5, 0, 0);
-        response.cost = Some(Cost { total: 0.0035, ..Cost::default() });
+        response.cost = Some(Box::new(Cost { total: 0.0035, ..Cost::default() }));
         let step = AgentStep {
             step_id: "st".into(),
             step_index: 0,

@@ -263,7 +263,7 @@ fn exchange(
                         .cloned()
                         .collect();
                     let error = messages.iter().rev().find_map(|m| match m.as_ref() {
-                        Message::Assistant(a) => Some(a.error_message.clone()),
+                        Message::Assistant(a) => Some(a.error_message.as_deref().map(String::from)),
                         _ => None,
                     }).flatten();
                     let result = ExecuteResult {

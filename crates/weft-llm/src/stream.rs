@@ -213,18 +213,22 @@ impl ProviderStream {
         let mut message = std::mem::replace(&mut self.partial, AssistantMessage::empty("", ""));
         message.usage = message.usage.with_total();
         if let Some(prices) = &self.prices {
-            message.cost = Some(Cost::of(&message.usage, prices));
+            message.cost = Some(Box::new(Cost::of(&message.usage, prices)));
         }
         message.stop_reason = reason;
         if reason.is_failure() {
             // Consumers show this after their own "the model call failed: ", so the default
             // says something else.
-            message.error_message = Some(error.unwrap_or_else(|| {
-                format!(
-                    "the provider ended the call with stop reason {} and no message",
-                    reason.as_str()
-                )
-            }));
+            message.error_message = Some(
+                error
+                    .unwrap_or_else(|| {
+                        format!(
+                            "the provider ended the call with stop reason {} and no message",
+                            reason.as_str()
+                        )
+                    })
+                    .into(),
+            );
             StreamEvent::Error(Box::new(message))
         } else {
             StreamEvent::Done(Box::new(message))

@@ -678,7 +678,7 @@ async fn an_html_page_from_a_wrong_url_is_named_as_such() {
     }])
     .await;
     assert!(deltas.is_empty());
-    let error = failed(terminal).error_message.unwrap();
+    let error = String::from(failed(terminal).error_message.unwrap());
     assert_eq!(
         error,
         "the provider did not answer with an event stream (content type text/html; \

@@ -796,7 +796,7 @@ async fn a_404_names_the_url_without_its_query() {
     let mut request = ask("Hi");
     request.model = "gemini-9".into();
     let (_, terminal, server) = run(vec![MockResponse::status(404, body)], gemini, request).await;
-    let error = failed(terminal).error_message.unwrap();
+    let error = String::from(failed(terminal).error_message.unwrap());
     assert_eq!(
         error,
         format!(

@@ -656,7 +656,7 @@ async fn a_404_names_the_url_asked() {
     )])
     .await;
     let (_, message) = run(&provider(&server), request("Hi")).await;
-    let error = message.unwrap_err().error_message.unwrap();
+    let error = String::from(message.unwrap_err().error_message.unwrap());
     assert_eq!(
         error,
         format!(

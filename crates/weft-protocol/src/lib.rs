@@ -163,6 +163,19 @@ pub(crate) fn write_json_frame(
     framing.close(out);
 }
 
+/// The error the last failed assistant message among `messages` gave, if it gave one (a run's
+/// closing events name why it failed).
+pub(crate) fn last_error_message(
+    messages: &[std::sync::Arc<weft_core::Message>],
+) -> Option<String> {
+    messages.iter().rev().find_map(|m| match &**m {
+        weft_core::Message::Assistant(a) if a.stop_reason.is_failure() => {
+            a.error_message.as_deref().map(String::from)
+        }
+        _ => None,
+    })
+}
+
 /// The event's JSON fields, without its `type` tag (for formats that carry a canonical event's
 /// payload under their own tag).
 pub(crate) fn event_fields(event: &AgentEvent) -> serde_json::Value {

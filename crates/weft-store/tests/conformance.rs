@@ -219,13 +219,13 @@ fn assistant(text: &str, calls: &[ToolCall]) -> AssistantMessage {
         stop_reason: if calls.is_empty() { StopReason::Stop } else { StopReason::ToolUse },
         error_message: None,
         usage: Usage::new(120, 40, 8, 0),
-        cost: Some(Cost {
+        cost: Some(Box::new(Cost {
             input: 0.1,
             output: 0.2,
             cache_read: 0.1 + 0.2,
             cache_write: 0.0,
             total: 0.6,
-        }),
+        })),
         provider: "faux".into(),
         model: "faux-1".into(),
         timestamp: 1_700_000_000_123,

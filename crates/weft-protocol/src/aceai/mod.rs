@@ -305,7 +305,7 @@ impl Encoder for AceaiEncoder {
                 let failed = step.llm_response.stop_reason.is_failure();
                 let mut f = self.frame(if failed { STEP_FAILED } else { STEP_COMPLETED });
                 f.step = Some(StepOut::of(step));
-                f.error = failed.then(|| failure_of(&step.llm_response));
+                f.error = failed.then(|| step.llm_response.failure_text());
                 out.push(Frame::json(&f));
                 self.last_step = Some(step.clone());
             }
@@ -362,11 +362,6 @@ impl Encoder for AceaiEncoder {
             | AgentEvent::Checkpoint { .. } => {}
         }
     }
-}
-
-/// What a failed model call says went wrong.
-fn failure_of(message: &AssistantMessage) -> &str {
-    message.error_message.as_deref().unwrap_or("the model call failed")
 }
 
 /// One frame, as written: the spec's `AgentStepEvent`.

@@ -123,15 +123,15 @@ impl Script {
         m.stop_reason = stop;
         if stop.is_failure() {
             m.error_message = Some(if stop == StopReason::Aborted {
-                "aborted".to_string()
+                "aborted".into()
             } else {
-                "upstream 500".to_string()
+                "upstream 500".into()
             });
         }
         let message = Message::Assistant(m.clone());
         self.events.push(AgentEvent::MessageEnd { message: Arc::new(message.clone()) });
         self.messages.push(message.clone());
-        let failure = m.error_message.clone();
+        let failure = m.error_message.as_deref().map(String::from);
         if let Some(error) = &failure {
             self.events
                 .push(AgentEvent::Error { error: error.clone(), message: Some(Arc::new(message)) });

@@ -500,9 +500,7 @@ impl RunState {
     fn assistant_end(&mut self, message: &AssistantMessage, out: &mut Vec<Frame>) {
         self.close_message(out);
         if message.stop_reason.is_failure() {
-            let why = message.error_message.clone();
-            self.failure
-                .get_or_insert_with(|| why.unwrap_or_else(|| "the model call failed".into()));
+            self.failure.get_or_insert_with(|| message.failure_text().to_string());
         }
     }
 
@@ -556,7 +554,7 @@ impl RunState {
                 let message = self
                     .failure
                     .take()
-                    .or_else(|| last_error_message(messages))
+                    .or_else(|| crate::last_error_message(messages))
                     .unwrap_or_else(|| "the run failed".to_string());
                 push(out, &Ev::RunError { message: &message, code: "error", usage });
                 return;
@@ -665,13 +663,6 @@ fn token_usage(messages: &[Arc<Message>]) -> Vec<TokenUsage<'_>> {
         }
     }
     entries
-}
-
-fn last_error_message(messages: &[Arc<Message>]) -> Option<String> {
-    messages.iter().rev().find_map(|m| match &**m {
-        Message::Assistant(a) if a.stop_reason.is_failure() => a.error_message.clone(),
-        _ => None,
-    })
 }
 
 /// A tool call's arguments as the text a model would have streamed.

@@ -133,10 +133,7 @@ pub(crate) fn model_call(
         }
     }
     out.push(AgentEvent::MessageEnd { message: Arc::new(Message::Assistant(message.clone())) });
-    let failure = message
-        .stop_reason
-        .is_failure()
-        .then(|| message.error_message.clone().unwrap_or_else(|| "the model call failed".into()));
+    let failure = message.stop_reason.is_failure().then(|| message.failure_text().to_string());
     if let Some(error) = &failure {
         out.push(AgentEvent::Error {
             error: error.clone(),

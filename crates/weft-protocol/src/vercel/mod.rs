@@ -455,7 +455,7 @@ impl RunState {
         if !message.stop_reason.is_failure() {
             return;
         }
-        let why = message.error_message.clone().unwrap_or_else(|| "the model call failed".into());
+        let why = message.failure_text().to_string();
         // A failed message's tool calls never run: say so, so no tool part waits forever.
         let text = if message.stop_reason == StopReason::Aborted {
             "The tool call was not run: the run was aborted".to_string()
@@ -477,7 +477,7 @@ impl RunState {
                 let text = self
                     .failure
                     .take()
-                    .or_else(|| last_error_message(messages))
+                    .or_else(|| crate::last_error_message(messages))
                     .unwrap_or_else(|| "the run failed".to_string());
                 push(out, &Part::Error { error_text: &text });
             }
@@ -526,13 +526,6 @@ fn finish_reason(status: SessionStatus, messages: &[Arc<Message>]) -> &'static s
         SessionStatus::Aborted | SessionStatus::MaxTurns => "other",
         SessionStatus::Idle | SessionStatus::Running => "unknown",
     }
-}
-
-fn last_error_message(messages: &[Arc<Message>]) -> Option<String> {
-    messages.iter().rev().find_map(|m| match &**m {
-        Message::Assistant(a) if a.stop_reason.is_failure() => a.error_message.clone(),
-        _ => None,
-    })
 }
 
 fn push(out: &mut Vec<Frame>, part: &Part<'_>) {

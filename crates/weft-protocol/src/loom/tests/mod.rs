@@ -132,7 +132,7 @@ impl Stream {
         let message = AssistantMessage {
             content,
             stop_reason: stop,
-            error_message: error.map(str::to_string),
+            error_message: error.map(Box::from),
             usage,
             cost: None,
             provider: "faux".into(),
