@@ -664,11 +664,10 @@ impl Agent {
     fn register(&self, session: Session, remote: RemoteTools, last_seq: u64) -> SessionHandle {
         let id = session.id.clone();
         let committed_messages = session.messages.len();
-        let hub = Hub::new(&id, self.inner.store.clone(), last_seq);
         let shared = Arc::new(Shared {
             state: Mutex::new(State { session, run: None, ending: false, committed_messages }),
             remote,
-            hub: Mutex::new(hub),
+            hub: Mutex::new(HubSlot::Unmade(last_seq)),
             store: self.inner.store.clone(),
             idle: tokio::sync::Notify::new(),
         });
@@ -964,7 +963,7 @@ impl State {
             head,
             messages: s.messages.shared_from(self.committed_messages).to_vec(),
             run: match &s.run {
-                Some(run) => RunChange::Set(Box::new(run.clone())),
+                Some(run) => RunChange::Set(run.clone()),
                 None => RunChange::Clear,
             },
             events: Vec::new(),
@@ -982,13 +981,22 @@ impl State {
 pub(crate) struct Shared {
     state: Mutex<State>,
     pub(crate) remote: RemoteTools,
-    /// The session's event log in this process; replaced by a fresh one when the session is
+    /// The session's event log in this process, made when first needed (a run, a watcher):
+    /// an idle session does not carry one. Replaced by a fresh one when the session is
     /// reloaded after another process added events (never while a run of this process uses it).
-    hub: Mutex<Arc<Hub>>,
+    hub: Mutex<HubSlot>,
     /// Where the session is kept, if anywhere.
     pub(crate) store: Option<Arc<dyn SessionStore>>,
     /// Woken when a run has let go of the session.
     pub(crate) idle: tokio::sync::Notify,
+}
+
+/// A session's event log in this process, or what it starts from once made.
+enum HubSlot {
+    /// Not made yet: the seq of the session's last event.
+    Unmade(u64),
+    /// Made.
+    Made(Arc<Hub>),
 }
 
 /// A session kept in memory, shared by the caller and its runs. Cheap to clone.
@@ -998,9 +1006,25 @@ pub struct SessionHandle {
 }
 
 impl SessionHandle {
-    /// The session's event log in this process.
+    fn hub_slot(&self) -> MutexGuard<'_, HubSlot> {
+        self.shared.hub.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The session's event log in this process, made if it was not yet.
     pub(crate) fn hub(&self) -> Arc<Hub> {
-        Arc::clone(&self.shared.hub.lock().unwrap_or_else(|e| e.into_inner()))
+        if let HubSlot::Made(hub) = &*self.hub_slot() {
+            return Arc::clone(hub);
+        }
+        // The id is read before the slot is locked: `replace` takes the state's lock, then the
+        // slot's, so the slot's is never held while waiting for the state's.
+        let id = self.id();
+        let mut slot = self.hub_slot();
+        let hub = match &*slot {
+            HubSlot::Made(hub) => return Arc::clone(hub),
+            HubSlot::Unmade(last_seq) => Hub::new(&id, self.shared.store.clone(), *last_seq),
+        };
+        *slot = HubSlot::Made(Arc::clone(&hub));
+        hub
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
@@ -1136,7 +1160,10 @@ impl SessionHandle {
 
     /// The sequence number of the session's last event.
     pub fn last_seq(&self) -> u64 {
-        self.hub().last_seq()
+        match &*self.hub_slot() {
+            HubSlot::Made(hub) => hub.last_seq(),
+            HubSlot::Unmade(last_seq) => *last_seq,
+        }
     }
 
     /// Stores `commit`, made from this session's state; on success the state records it.
@@ -1207,9 +1234,14 @@ impl SessionHandle {
         let session = Session::from_stored(stored);
         let mut state = self.lock();
         {
-            let mut hub = self.shared.hub.lock().unwrap_or_else(|e| e.into_inner());
-            if hub.last_seq() != last_seq {
-                *hub = Hub::new(&session.id, self.shared.store.clone(), last_seq);
+            let mut slot = self.hub_slot();
+            match &*slot {
+                HubSlot::Made(hub) if hub.last_seq() != last_seq => {
+                    *slot =
+                        HubSlot::Made(Hub::new(&session.id, self.shared.store.clone(), last_seq));
+                }
+                HubSlot::Made(_) => {}
+                HubSlot::Unmade(_) => *slot = HubSlot::Unmade(last_seq),
             }
         }
         state.committed_messages = session.messages.len();

@@ -237,7 +237,7 @@ impl Machine {
                     Mode::Tot(_) => to_value(&TotState::new(task)),
                     Mode::Got(_) => to_value(&GotState::new(task)),
                 };
-                session.run = Some(RunState {
+                session.run = Some(Box::new(RunState {
                     run_id: run_id.clone(),
                     mode: self.mode.name().to_string(),
                     turns: 0,
@@ -245,7 +245,7 @@ impl Machine {
                     mode_state,
                     executions: 0,
                     started_at: now,
-                });
+                }));
                 self.mode_next(session)
             }
             Input::ToolResults(results) => {

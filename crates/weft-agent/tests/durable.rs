@@ -200,6 +200,58 @@ async fn a_suspended_session_resumes_in_another_process() {
     assert_eq!(reloaded.last_seq(), session.last_seq());
 }
 
+/// A session loaded and left alone holds no event log until it needs one; when another process
+/// runs it meanwhile, this one's log starts above that process's events, not where it loaded.
+#[tokio::test]
+async fn a_session_left_idle_while_another_process_ran_it_numbers_above_that_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Agent::builder(Recording::new([FauxTurn::text("One."), FauxTurn::text("Two.")]))
+        .store(sqlite(&dir).await)
+        .build()
+        .unwrap();
+    let in_a = a.create_session(SessionOptions::default()).await.unwrap();
+    a.execute(&in_a, Input::text("first")).await.unwrap().result().await;
+    let b = Agent::builder(Recording::new([FauxTurn::text("Three.")]))
+        .store(sqlite(&dir).await)
+        .build()
+        .unwrap();
+    let in_b = b.session(&in_a.id()).await.unwrap().expect("the session was kept");
+    let loaded_at = in_b.last_seq();
+    assert_eq!(loaded_at, in_a.last_seq(), "an idle handle knows where the log stands");
+
+    a.execute(&in_a, Input::text("second")).await.unwrap().result().await;
+    let a_end = in_a.last_seq();
+    assert!(a_end > loaded_at);
+    let events: Vec<(u64, AgentEvent)> =
+        b.execute(&in_b, Input::text("third")).await.unwrap().sequenced().collect().await;
+    assert!(events[0].0 > a_end, "numbering goes on above the other process's run");
+    assert_eq!(events.last().map(|e| e.0), Some(in_b.last_seq()));
+    let stored = sqlite(&dir).await.read_events(&in_a.id(), 0, usize::MAX).await.unwrap();
+    let seqs: Vec<u64> = stored.iter().map(|r| r.seq).collect();
+    assert_strictly_increasing(&seqs);
+    assert_eq!(seqs.last(), Some(&in_b.last_seq()));
+    // A watcher follows one run to its end: from where the handle was loaded, the other
+    // process's second run; from there, this one's.
+    let other: Vec<u64> = in_b.subscribe(loaded_at).map(|r| r.seq).collect::<Vec<_>>().await;
+    let own: Vec<u64> = in_b.subscribe(a_end).map(|r| r.seq).collect::<Vec<_>>().await;
+    let in_store = |from: u64, to: u64| -> Vec<u64> {
+        seqs.iter().copied().filter(|s| *s > from && *s <= to).collect()
+    };
+    assert_eq!(other, in_store(loaded_at, a_end));
+    assert_eq!(own, in_store(a_end, u64::MAX));
+    assert_eq!(own, events.iter().map(|e| e.0).collect::<Vec<_>>());
+    let texts: Vec<String> = in_b
+        .snapshot()
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant(a) => Some(a.text()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, ["One.", "Two.", "Three."]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_one_of_two_processes_starts_a_run_on_a_session() {
     let dir = tempfile::tempdir().unwrap();

@@ -275,9 +275,10 @@ pub struct Session {
     #[serde(default)]
     pub cost: Cost,
     /// The state of the current or suspended run (its open turn, turn count, steps …); `None`
-    /// when no run is under way.
+    /// when no run is under way. Boxed: an idle session (most of those a server holds) does
+    /// not carry its ~460 bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run: Option<RunState>,
+    pub run: Option<Box<RunState>>,
     /// Other options the session was created with (mode, limits …), kept as given.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub options: Value,
@@ -395,7 +396,7 @@ impl Session {
             messages,
             usage: head.usage,
             cost: head.cost,
-            run,
+            run: run.map(Box::new),
             options: head.options,
             version: head.version,
             last_event_seq: last_seq,
