@@ -47,6 +47,10 @@ const HEALTH_WAIT: Duration = Duration::from_secs(5);
 
 /// How long a call's result waits for progress notifications still in flight.
 const PROGRESS_SETTLE: Duration = Duration::from_millis(20);
+/// How long, at most, a call's result waits for the last step of a progress the server counted
+/// (`total`) when that step has not arrived: the server sent it before the result, and the client
+/// handles each notification on a task of its own, which a busy machine may run late.
+const PROGRESS_LAST_STEP_WAIT: Duration = Duration::from_millis(250);
 
 /// The separator between a server's name and its tool's.
 pub const SEPARATOR: &str = "__";
@@ -61,8 +65,8 @@ struct Shared {
     dead: AtomicU64,
     tools: Mutex<Vec<Arc<dyn Tool>>>,
     generation: AtomicU64,
-    /// Progress token → the call's delta channel.
-    progress: Mutex<HashMap<ProgressToken, mpsc::Sender<ToolEvent>>>,
+    /// Progress token → the call's delta channel, and where its progress stands.
+    progress: Mutex<HashMap<ProgressToken, CallProgress>>,
     /// The server said its tools changed.
     refresh: Notify,
     /// A call found the server hung: drop the connection and start again.
@@ -160,19 +164,37 @@ impl ClientHandler for Handler {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let sender = {
+        let call = {
             let map =
                 self.shared.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             map.get(&params.progress_token).cloned()
         };
-        if let Some(sender) = sender {
+        if let Some((sender, counted)) = call {
             let _ = sender.send(ToolEvent::Delta(progress_text(&params))).await;
+            if let Some(total) = params.total {
+                counted.send_modify(|c| {
+                    c.total_known = true;
+                    c.last_step_seen |= params.progress >= total;
+                });
+            }
         }
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.shared.refresh.notify_one();
     }
+}
+
+/// A call's delta channel, and where its progress stands.
+type CallProgress = (mpsc::Sender<ToolEvent>, watch::Sender<Counted>);
+
+/// Where a call's progress stands, as its notifications have been handled.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counted {
+    /// A notification gave a `total`.
+    total_known: bool,
+    /// A notification reached it.
+    last_step_seen: bool,
 }
 
 /// A progress notification as a line of output: its message, else `progress P/T`.
@@ -413,18 +435,22 @@ async fn call(
     };
     let (handle, peer, number) = handle;
     let id = handle.id.clone();
+    let (counted, mut progress) = watch::channel(Counted::default());
     shared
         .progress
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(handle.progress_token.clone(), tx.clone());
+        .insert(handle.progress_token.clone(), (tx.clone(), counted));
     let _guard = ProgressGuard { shared, token: handle.progress_token.clone() };
     tokio::select! {
         response = handle.await_response() => match response {
             Ok(ServerResult::CallToolResult(result)) => {
                 // Progress notifications are handled on tasks of their own: the last ones may
-                // still be on their way when the result arrives. A moment lets them land.
+                // still be on their way when the result arrives. A moment lets them land, and
+                // a counted progress whose last step is missing is given longer.
                 tokio::time::sleep(PROGRESS_SETTLE).await;
+                let last = progress.wait_for(|c| !c.total_known || c.last_step_seen);
+                let _ = tokio::time::timeout(PROGRESS_LAST_STEP_WAIT, last).await;
                 map_result(&result)
             }
             Ok(_) => Err(ToolError::failed(format!("MCP server {name} answered the call with something other than a tool result"))),
