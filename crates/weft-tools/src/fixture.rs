@@ -139,11 +139,13 @@ impl ServerHandler for Fixture {
                 text(format!("done after {steps} steps"))
             }
             "hang" => {
+                started(&context).await;
                 context.ct.cancelled().await;
                 text("cancelled")
             }
             "crash" => std::process::exit(3),
             "freeze" => {
+                started(&context).await;
                 // Blocks the thread: a single-threaded server stops answering anything.
                 std::thread::sleep(Duration::from_secs(600));
                 text("thawed")
@@ -165,6 +167,15 @@ impl ServerHandler for Fixture {
         _context: NotificationContext<RoleServer>,
     ) {
         self.cancellations.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Tells the caller the call has begun (a progress notification `started`, when it asked for
+/// progress): a test cancels a call once it is surely running, not after a guessed delay.
+async fn started(context: &RequestContext<RoleServer>) {
+    if let Some(token) = context.meta.get_progress_token() {
+        let progress = ProgressNotificationParam::new(token, 0.0).with_message("started");
+        let _ = context.peer.notify_progress(progress).await;
     }
 }
 

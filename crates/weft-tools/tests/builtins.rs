@@ -209,8 +209,8 @@ async fn shell_needs_approval_streams_and_dies_with_its_group() {
         let cancel = cancel.clone();
         async move { call_with(&sh, json!({"command": command}), cancel).await }
     });
-    for _ in 0..100 {
-        if std::fs::read_to_string(&pidfile).is_ok_and(|p| !p.trim().is_empty()) {
+    for _ in 0..500 {
+        if std::fs::read_to_string(&pidfile).is_ok_and(|p| p.ends_with('\n')) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
