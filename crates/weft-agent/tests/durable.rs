@@ -293,10 +293,13 @@ async fn only_one_of_two_processes_starts_a_run_on_a_session() {
 async fn a_conflicting_start_is_refused_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let agent = |store| {
-        Agent::builder(Recording::new([FauxTurn::text("slow").with_delay_ms(200)]))
-            .store(store)
-            .build()
-            .unwrap()
+        // ~2 s: B's start surely comes while A's run is going.
+        Agent::builder(Recording::new([FauxTurn::text("slow")
+            .with_chunk_size(1)
+            .with_delay_ms(500)]))
+        .store(store)
+        .build()
+        .unwrap()
     };
     let (a, b) = (agent(sqlite(&dir).await), agent(sqlite(&dir).await));
     let id = a.create_session(SessionOptions::default()).await.unwrap().id();
@@ -382,15 +385,16 @@ fn a_run_whose_process_died_is_recovered_when_its_session_is_loaded() {
         let turns = vec![FauxTurn::text("Done."), FauxTurn::text("Nothing more.")];
         let agent = tool_agent(&dir, turns, false).await;
         let session = agent.session(&id).await.unwrap().unwrap();
-        let mut watched: Vec<_> = session.subscribe(session.last_seq()).collect().await;
-        for _ in 0..100 {
+        for _ in 0..1500 {
             if session.status() != SessionStatus::Running {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
-            watched.extend(session.subscribe(session.last_seq()).collect::<Vec<_>>().await);
         }
         assert_eq!(session.status(), SessionStatus::Completed, "recovered and run to its end");
+        // Everything after what the store had when the process died: the recovered run, however
+        // far it had gone when this looks.
+        let watched: Vec<_> = session.subscribe(stored.last_seq).collect().await;
         let results = common::tool_results(&session.snapshot().messages);
         assert_eq!(
             results,
@@ -666,8 +670,9 @@ async fn types_holding(raw: &mut sqlx::SqliteConnection, text: &str) -> Vec<Stri
 async fn events_the_store_refuses_for_good_are_not_retried_and_the_run_is_told() {
     let dir = tempfile::tempdir().unwrap();
     let spy = Arc::new(common::Spy::new(sqlite(&dir).await));
+    // ~2.5 s of streaming: the deletion below surely lands while the model streams.
     let provider =
-        Recording::new([FauxTurn::text(prose(2_000)).with_chunk_size(8).with_delay_ms(2)]);
+        Recording::new([FauxTurn::text(prose(2_000)).with_chunk_size(8).with_delay_ms(10)]);
     let agent = Agent::builder(provider).store(spy.clone()).build().unwrap();
     let session = agent.create_session(SessionOptions::default()).await.unwrap();
     let id = session.id();

@@ -82,7 +82,8 @@ fn a_dead_run_is_recovered_once_even_when_loading_races_the_sweeper() {
     let agent = Agent::builder(FauxProvider::new(FauxScript::new([recovered, turn])))
         .tool(hang())
         .store(Arc::clone(&store))
-        .lease_ttl(Duration::from_millis(50))
+        // Long enough that no late renewal lets client A's delayed acquisition take B's run.
+        .lease_ttl(Duration::from_secs(5))
         .sweep_interval(Duration::from_millis(10))
         .build()
         .unwrap();
@@ -94,7 +95,7 @@ fn a_dead_run_is_recovered_once_even_when_loading_races_the_sweeper() {
         });
         // Meanwhile (t = 50 ms) the sweeper recovers that same handle and runs it to its end.
         let mut status = SessionStatus::Running;
-        for _ in 0..100 {
+        for _ in 0..2000 {
             status = store.head(&id).await.unwrap().unwrap().status;
             if status != SessionStatus::Running {
                 break;
@@ -219,7 +220,11 @@ fn a_handle_loaded_while_another_process_ran_the_session_sees_it_end() {
         let path = dir.path().join("weft.db");
         let open =
             || async { Arc::new(SqliteStore::open(&path).await.unwrap()) as Arc<dyn SessionStore> };
-        let turns = [FauxTurn::text("slow answer").with_delay_ms(20), FauxTurn::text("ok")];
+        // ~1.6 s: B must load the session while A's run is surely still going.
+        let turns = [
+            FauxTurn::text("slow answer").with_chunk_size(1).with_delay_ms(150),
+            FauxTurn::text("ok"),
+        ];
         let a = Agent::builder(FauxProvider::new(FauxScript::new(turns.clone())))
             .store(open().await)
             .build()

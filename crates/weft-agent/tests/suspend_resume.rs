@@ -320,8 +320,9 @@ async fn a_result_before_the_deadline_wins() {
         FauxTurn::text("Got it."),
         FauxTurn::text("unused"),
     ]);
+    // A second: the answer below surely comes before it, and the watchdog's sweep after it.
     let agent = Agent::builder(provider.clone())
-        .remote_tool_timeout(std::time::Duration::from_millis(100))
+        .remote_tool_timeout(std::time::Duration::from_secs(1))
         .build()
         .unwrap();
     let session = agent
@@ -333,7 +334,7 @@ async fn a_result_before_the_deadline_wins() {
     let (_, result) =
         run(&agent, &session, Input::ToolResults(vec![ToolResultMessage::ok(&call, "Weft")])).await;
     assert_eq!(result.status, SessionStatus::Completed);
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
     assert_eq!(provider.calls(), 2, "the watchdog found nothing to expire");
     assert_eq!(session.snapshot().messages.len(), 4);
 }

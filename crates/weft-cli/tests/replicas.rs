@@ -150,9 +150,10 @@ fn two_replicas_on_postgres_share_sessions_and_take_over_a_dead_run() {
     let Some(url) = postgres_url() else { return };
     let home = tempfile::tempdir().unwrap();
     // Each process's faux script starts from its first turn for every session: A's is a slow
-    // turn that calls the client's tool, B's the answer.
+    // turn that calls the client's tool (~6 s: B's polls and requests land while it runs, on
+    // a busy machine too), B's the answer.
     let slow: String = "The weather needs a careful look. ".repeat(8);
-    let a_script = json!({"turns": [{"text": slow, "chunkSize": 2, "delayMs": 15,
+    let a_script = json!({"turns": [{"text": slow, "chunkSize": 2, "delayMs": 45,
         "toolCalls": [{"id": "call-1", "name": "get_weather", "arguments": {"city": "Paris"}}]}]});
     let b_script = json!({"turns": [{"text": "It is sunny in Paris.", "chunkSize": 4},
                                     {"text": "Still sunny.", "chunkSize": 4}]});

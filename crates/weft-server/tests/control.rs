@@ -87,7 +87,8 @@ async fn abort_during_a_local_tool() {
 #[tokio::test]
 async fn multitask_reject_enqueue_and_interrupt() {
     let script = FauxScript::new([
-        FauxTurn::text("one two three four five six").with_chunk_size(2).with_delay_ms(20),
+        // ~1.4 s: the refused request must land while this run is still going.
+        FauxTurn::text("one two three four five six").with_chunk_size(2).with_delay_ms(100),
         FauxTurn::text("second answer"),
         FauxTurn::text("third answer"),
     ]);
@@ -151,6 +152,8 @@ async fn a_client_that_goes_away_leaves_its_run_unless_it_asked_to_cancel() {
     drop(read_some(response, 2).await);
     assert_eq!(server.settled(&id).await["status"], "completed");
 
+    // A model that never finishes: only the client going away can end this run.
+    let server = start(stall_script()).await;
     let response = execute_stream(
         &server,
         json!({"input": user("Foxes"), "context": {}, "options": {"onDisconnect": "cancel"}}),

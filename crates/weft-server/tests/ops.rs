@@ -17,24 +17,27 @@ async fn health_readiness_and_metrics() {
     let (id, _) = server.execute(json!({"input": user("Weather?"), "context": {}})).await;
     server.settled(&id).await;
     let _ = server.get("/api/agent/session/nope", None).send().await.unwrap();
-    let mut text = String::new();
-    for _ in 0..100 {
-        let response = server.get("/metrics", None).send().await.unwrap();
-        assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/plain"));
-        text = response.text().await.unwrap();
-        if text.contains("weft_runs_finished_total{status=\"completed\"} 1") {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    for expected in [
+    let expected = [
         "weft_runs_finished_total{status=\"completed\"} 1",
         "weft_runs_active 0",
         "weft_tokens_total{kind=\"input\"} 100",
         "weft_http_responses_total{status=\"404\"} 1",
         "weft_stream_clients 0",
         "# TYPE weft_store_seconds summary",
-    ] {
+    ];
+    // The run's end and the stream's close are counted as they happen, a moment after the
+    // responses: up to 10 s for them to show.
+    let mut text = String::new();
+    for _ in 0..500 {
+        let response = server.get("/metrics", None).send().await.unwrap();
+        assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/plain"));
+        text = response.text().await.unwrap();
+        if expected.iter().all(|e| text.contains(e)) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    for expected in expected {
         assert!(text.contains(expected), "missing {expected:?} in\n{text}");
     }
     let events = text

@@ -41,7 +41,8 @@ async fn cut_and_resume(
 
 #[tokio::test]
 async fn reconnecting_mid_run_gets_exactly_the_missed_events_in_every_format() {
-    let server = start(slow_script(10)).await;
+    // ~1.3 s a run: long enough that the first reconnection lands mid-run on a busy machine.
+    let server = start(slow_script(40)).await;
     for format in FORMATS {
         let query = format!("?protocol={format}");
         let response = server
