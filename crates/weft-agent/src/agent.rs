@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, Stream};
@@ -693,6 +693,10 @@ impl Agent {
     /// so two processes can never both start a run on one session. Must be called within a
     /// Tokio runtime; the run is a task of its own and goes on to its end even if the stream is
     /// dropped.
+    ///
+    /// A session another process has just run to its end may still be held for a moment (its
+    /// run stores its last events, then lets go): a start that finds the session resting but
+    /// still held waits for it to be let go, up to two seconds, instead of being refused.
     pub async fn execute(
         &self,
         session: &SessionHandle,
@@ -700,6 +704,27 @@ impl Agent {
     ) -> Result<ExecuteStream, ExecuteError> {
         tokio::runtime::Handle::try_current().map_err(|_| ExecuteError::NoRuntime)?;
         crate::deadline::ensure_sweeper(&self.inner);
+        let mut input = input.into();
+        // Only a store's lease can be held by another process's ending run.
+        let deadline = self.inner.store.is_some().then(|| Instant::now() + HANDOVER_WAIT);
+        loop {
+            let spare = deadline.map(|_| input.clone());
+            match self.start(session, input).await {
+                Ok(stream) => return Ok(stream),
+                Err(Refusal::Error(error)) => return Err(error),
+                Err(Refusal::HeldWhileResting) => match (spare, deadline) {
+                    (Some(again), Some(until)) if Instant::now() < until => {
+                        tokio::time::sleep(HANDOVER_POLL).await;
+                        input = again;
+                    }
+                    _ => return Err(ExecuteError::AlreadyRunning(session.id())),
+                },
+            }
+        }
+    }
+
+    /// One attempt of [`execute`](Self::execute).
+    async fn start(&self, session: &SessionHandle, input: Input) -> Result<ExecuteStream, Refusal> {
         session.wait_while_ending().await;
         session.refresh_if_stale().await;
         self.keep_recent(session);
@@ -707,11 +732,11 @@ impl Agent {
         let cancel = CancellationToken::new();
         let input_message;
         let hub = session.hub();
-        let (machine, first, start_len, session_id, run_id, commit, state_before) = {
+        let (machine, first, start_len, session_id, run_id, commit, state_before, before) = {
             let mut state = session.lock();
             // `run` is set until the last run has published its end.
             if state.session.status == SessionStatus::Running || state.run.is_some() {
-                return Err(ExecuteError::AlreadyRunning(state.session.id.clone()));
+                return Err(ExecuteError::AlreadyRunning(state.session.id.clone()).into());
             }
             let max_turns = session_max_turns(&state.session.options).unwrap_or(config.max_turns);
             let mode = crate::Mode::of_options(&state.session.options);
@@ -719,8 +744,10 @@ impl Agent {
                 Machine::with_mode(max_turns, millis(config.remote_tool_timeout), mode);
             let start_len = state.session.messages.len();
             let tools = self.inner.tools.snapshot();
-            let input = input.into();
             let is_message = matches!(input, Input::User(_));
+            // What this process held, put back if the start is refused and the store cannot
+            // say what the session is now.
+            let before = self.inner.store.is_some().then(|| state.session.clone());
             let run_id = uuid::Uuid::new_v4().to_string();
             let state_before = Machine::mode_state(&state.session);
             let first = machine.begin(
@@ -741,7 +768,8 @@ impl Agent {
             set_option(&mut state.session.options, OPTION_RUN_AFTER_SEQ, hub.last_seq().into());
             state.run = Some(cancel.clone());
             let commit = session.shared.store.is_some().then(|| state.prepare_commit());
-            (machine, first, start_len, state.session.id.clone(), run_id, commit, state_before)
+            let id = state.session.id.clone();
+            (machine, first, start_len, id, run_id, commit, state_before, before)
         };
         let mut lease = None;
         if let (Some(store), Some(commit)) = (&self.inner.store, commit) {
@@ -760,9 +788,14 @@ impl Agent {
                     None
                 }
                 Ok(None) => {
-                    // Another process runs (or is starting) the session's run.
-                    session.reload().await;
-                    return Err(ExecuteError::AlreadyRunning(session_id));
+                    // Another process runs (or is starting) the session's run, or has just
+                    // ended it and not yet let go.
+                    return Err(match session.reload_or_restore(before).await {
+                        Reloaded::Resting => Refusal::HeldWhileResting,
+                        Reloaded::Running | Reloaded::Unknown => {
+                            ExecuteError::AlreadyRunning(session_id).into()
+                        }
+                    });
                 }
                 Err(error) => Some(error),
             };
@@ -776,13 +809,14 @@ impl Agent {
                 }
                 // The session changed elsewhere, or the store failed: nothing starts, and what
                 // this process holds is reloaded from the store.
-                let running = session.reload().await;
+                let running = session.reload_or_restore(before).await == Reloaded::Running;
                 return Err(match error {
                     StoreError::Conflict { .. } if running => {
                         ExecuteError::AlreadyRunning(session_id)
                     }
                     other => ExecuteError::Store(other),
-                });
+                }
+                .into());
             }
         }
         let launch = Launch {
@@ -998,6 +1032,37 @@ enum HubSlot {
     /// Made.
     Made(Arc<Hub>),
 }
+
+/// What a reload found in the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reloaded {
+    /// The session is running (in another process).
+    Running,
+    /// The session rests.
+    Resting,
+    /// Nothing to go by: no store, no such session, or the store failed.
+    Unknown,
+}
+
+/// Why one attempt to start a run did not.
+enum Refusal {
+    /// The lease is held though the session rests: another process's run has ended and not yet
+    /// let go. Worth another try in a moment.
+    HeldWhileResting,
+    /// Refused for good.
+    Error(ExecuteError),
+}
+
+impl From<ExecuteError> for Refusal {
+    fn from(error: ExecuteError) -> Self {
+        Self::Error(error)
+    }
+}
+
+/// How long a start waits for another process's ended run to let go of the session.
+const HANDOVER_WAIT: Duration = Duration::from_secs(2);
+/// How often it looks again meanwhile.
+const HANDOVER_POLL: Duration = Duration::from_millis(20);
 
 /// A session kept in memory, shared by the caller and its runs. Cheap to clone.
 #[derive(Clone)]
@@ -1250,22 +1315,37 @@ impl SessionHandle {
         state.ending = false;
     }
 
-    /// Replaces what this process holds with what the store has; says whether the session is
-    /// running (elsewhere).
-    async fn reload(&self) -> bool {
-        let Some(store) = &self.shared.store else { return false };
+    /// Replaces what this process holds with what the store has; says what that is.
+    async fn reload(&self) -> Reloaded {
+        let Some(store) = &self.shared.store else { return Reloaded::Unknown };
         let id = self.id();
         match store.load(&id).await {
             Ok(Some(stored)) => {
                 let running = stored.head.status == SessionStatus::Running;
                 self.replace(stored);
-                running
+                if running { Reloaded::Running } else { Reloaded::Resting }
             }
-            Ok(None) => false,
+            Ok(None) => Reloaded::Unknown,
             Err(error) => {
                 tracing::error!(session_id = %id, %error, "reloading the session failed");
-                false
+                Reloaded::Unknown
             }
         }
+    }
+
+    /// After a refused start: [`reload`](Self::reload)s, and when the store cannot say what the
+    /// session is (it failed, or the session is gone), puts back `before`, what this process
+    /// held before the start, so the handle is not left with a run that never began.
+    async fn reload_or_restore(&self, before: Option<Session>) -> Reloaded {
+        let reloaded = self.reload().await;
+        if reloaded == Reloaded::Unknown
+            && let Some(before) = before
+        {
+            let mut state = self.lock();
+            state.session = before;
+            state.run = None;
+            state.ending = false;
+        }
+        reloaded
     }
 }

@@ -102,6 +102,70 @@ async fn a_handle_kept_in_one_process_sees_runs_made_in_another() {
 }
 
 /// The id of the session's current run.
+/// A run stores its end, then lets go of the session: a client that read that end from one
+/// process and at once sends a message through another is not refused in between (it once
+/// was: `AlreadyRunning`, for a session at rest).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_another_process_just_ended_takes_input_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store_a, store_b) = two_stores(&dir).await;
+    // B lets go of a session 400 ms after its run has ended.
+    let slow = Arc::new(common::Spy::new(store_b).slow_release(Duration::from_millis(400)));
+    let a =
+        Agent::builder(Recording::new([FauxTurn::text("from A")])).store(store_a).build().unwrap();
+    let b = Agent::builder(Recording::new([FauxTurn::text("from B")])).store(slow).build().unwrap();
+    let there = b.create_session(SessionOptions::default()).await.unwrap();
+    let here = a.session(&there.id()).await.unwrap().unwrap();
+    let ended = records(b.execute(&there, Input::text("first")).await.unwrap()).await;
+    assert!(matches!(
+        ended.last().map(|r| &r.event),
+        Some(AgentEvent::SessionEnd { status: SessionStatus::Completed, .. })
+    ));
+    let started = std::time::Instant::now();
+    let stream = a.execute(&here, Input::text("second")).await.expect("A starts once B lets go");
+    let waited = started.elapsed();
+    let result = stream.result().await;
+    assert_eq!(result.status, SessionStatus::Completed);
+    assert_eq!(result.response().final_output, "from A");
+    assert_eq!(here.snapshot().messages.len(), 4, "both runs' messages, in order");
+    eprintln!("A waited {waited:?} for B to let go");
+}
+
+/// A start refused while the store cannot say what the session is leaves the handle as it
+/// was: it is not left holding a run that never began.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_start_leaves_the_handle_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store_a, store_b) = two_stores(&dir).await;
+    let spy = Arc::new(common::Spy::new(store_a));
+    let a = Agent::builder(Recording::new([FauxTurn::text("from A")]))
+        .store(spy.clone())
+        .build()
+        .unwrap();
+    let b = Agent::builder(Recording::new([FauxTurn::text("never").stalled()]))
+        .store(store_b)
+        .build()
+        .unwrap();
+    let there = b.create_session(SessionOptions::default()).await.unwrap();
+    let here = a.session(&there.id()).await.unwrap().unwrap();
+    // B runs the session; A, whose handle is stale, tries to start one while its store cannot
+    // be read.
+    let running = b.execute(&there, Input::text("first")).await.unwrap();
+    spy.fail_loads.store(true, std::sync::atomic::Ordering::SeqCst);
+    let refused = a.execute(&here, Input::text("second")).await.err();
+    assert_eq!(refused, Some(weft_agent::ExecuteError::AlreadyRunning(there.id())));
+    let held = here.snapshot();
+    assert_eq!(held.status, SessionStatus::Idle, "as it was, not `running` a run that never began");
+    assert!(held.messages.is_empty() && held.run.is_none(), "{held:?}");
+    // Once B's run is over and the store answers again, A's handle takes input.
+    assert!(there.abort().await);
+    assert_eq!(running.result().await.status, SessionStatus::Aborted);
+    spy.fail_loads.store(false, std::sync::atomic::Ordering::SeqCst);
+    let result = a.execute(&here, Input::text("third")).await.unwrap().result().await;
+    assert_eq!(result.status, SessionStatus::Completed);
+    assert_eq!(result.response().final_output, "from A");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_abort_asked_in_one_process_stops_the_run_in_another() {
     let dir = tempfile::tempdir().unwrap();

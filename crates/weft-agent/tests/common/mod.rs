@@ -87,10 +87,13 @@ pub struct Spy {
     /// How many of the next `append_events` calls to refuse (as a store refusing a record
     /// does), without passing them on.
     pub refuse_appends: AtomicUsize,
+    /// While set, `load` fails (as an unreachable store does).
+    pub fail_loads: std::sync::atomic::AtomicBool,
     acquires: AtomicUsize,
     dues: AtomicUsize,
     first_acquire_delay: Duration,
     first_due_delay: Duration,
+    release_delay: Duration,
 }
 
 impl Spy {
@@ -99,11 +102,19 @@ impl Spy {
             inner,
             appends: AtomicUsize::new(0),
             refuse_appends: AtomicUsize::new(0),
+            fail_loads: std::sync::atomic::AtomicBool::new(false),
             acquires: AtomicUsize::new(0),
             dues: AtomicUsize::new(0),
             first_acquire_delay: Duration::ZERO,
             first_due_delay: Duration::ZERO,
+            release_delay: Duration::ZERO,
         }
+    }
+
+    /// Every `release_lease` takes `delay` before it reaches the store.
+    pub fn slow_release(mut self, delay: Duration) -> Self {
+        self.release_delay = delay;
+        self
     }
 
     /// The first `acquire_lease` takes `acquire`, the first `due_sessions` takes `due`.
@@ -138,7 +149,12 @@ fn first_delayed<'a, T: Send + 'a>(
 impl SessionStore for Spy {
     fn kind(&self) -> &'static str { self.inner.kind() }
     fn create<'a>(&'a self, head: SessionHead, messages: History) -> StoreFuture<'a, ()> { self.inner.create(head, messages) }
-    fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<StoredSession>> { self.inner.load(id) }
+    fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<StoredSession>> {
+        if self.fail_loads.load(Ordering::SeqCst) {
+            return Box::pin(std::future::ready(Err(StoreError::Backend("unreachable, by the test".into()))));
+        }
+        self.inner.load(id)
+    }
     fn head<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<SessionHead>> { self.inner.head(id) }
     fn commit<'a>(&'a self, commit: Commit) -> StoreFuture<'a, ()> { self.inner.commit(commit) }
     fn reserve_seqs<'a>(&'a self, id: &'a str, count: u64) -> StoreFuture<'a, u64> { self.inner.reserve_seqs(id, count) }
@@ -161,7 +177,13 @@ impl SessionStore for Spy {
         first_delayed(&self.acquires, self.first_acquire_delay, self.inner.acquire_lease(id, holder, ttl))
     }
     fn renew_lease<'a>(&'a self, id: &'a str, holder: &'a str, ttl: Duration) -> StoreFuture<'a, bool> { self.inner.renew_lease(id, holder, ttl) }
-    fn release_lease<'a>(&'a self, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> { self.inner.release_lease(id, holder) }
+    fn release_lease<'a>(&'a self, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
+        let (delay, release) = (self.release_delay, self.inner.release_lease(id, holder));
+        Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            release.await
+        })
+    }
     fn due_sessions<'a>(&'a self, now: u64, limit: usize) -> StoreFuture<'a, Vec<String>> {
         first_delayed(&self.dues, self.first_due_delay, self.inner.due_sessions(now, limit))
     }
