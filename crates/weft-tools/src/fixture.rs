@@ -66,8 +66,9 @@ impl Fixture {
             tool("crash", "Exits the server process", none.clone()),
             tool(
                 "freeze",
-                "Blocks the whole server (stdio only: its runtime has one thread)",
-                none.clone(),
+                "Blocks the whole server (stdio only: its runtime has one thread); writes the \
+                 file `marker`, if given, just before",
+                object(json!({"marker": {"type": "string"}}), &[]),
             ),
             tool("cancellations", "How many cancellations this server received", none.clone()),
             tool("grow", "Adds the tool extra", none.clone()),
@@ -145,7 +146,11 @@ impl ServerHandler for Fixture {
             }
             "crash" => std::process::exit(3),
             "freeze" => {
-                started(&context).await;
+                // Said through a file, with no await between it and the block: a notification
+                // would let a cancellation reach the call (and rmcp drop it) before it blocks.
+                if let Some(marker) = args.get("marker").and_then(Value::as_str) {
+                    let _ = std::fs::write(marker, "frozen");
+                }
                 // Blocks the thread: a single-threaded server stops answering anything.
                 std::thread::sleep(Duration::from_secs(600));
                 text("thawed")

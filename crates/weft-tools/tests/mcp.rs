@@ -226,9 +226,24 @@ async fn aborting_a_run_cancels_the_server_side_call() {
 async fn a_hung_server_is_restarted() {
     let server = McpServer::start(stdio("fx")).await;
     let cancel = CancellationToken::new();
-    let stream =
-        tool(&server, "fx__freeze").execute(json!({}), ToolContext::new("f", cancel.clone()));
-    let events = cancel_once_started(stream, &cancel).await;
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("frozen");
+    let args = json!({"marker": marker.to_str().unwrap()});
+    let frozen = tokio::spawn({
+        let stream =
+            tool(&server, "fx__freeze").execute(args, ToolContext::new("f", cancel.clone()));
+        async move { stream.collect::<Vec<_>>().await }
+    });
+    // Cancelled once the server has surely blocked.
+    for _ in 0..500 {
+        if marker.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(marker.exists(), "the server never froze");
+    cancel.cancel();
+    let events = frozen.await.unwrap();
     assert!(matches!(events.last(), Some(ToolEvent::Error(ToolError::Cancelled(_)))), "{events:?}");
     // The health check gives it 5 s to answer a listing; the old process gets ~3 s to exit.
     for _ in 0..600 {
