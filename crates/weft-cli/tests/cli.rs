@@ -32,8 +32,12 @@ struct Script(PathBuf);
 
 impl Script {
     fn new(name: &str, script: &serde_json::Value) -> Self {
-        let path =
-            std::env::temp_dir().join(format!("weft-cli-test-{}-{name}.json", std::process::id()));
+        // One file per script made: tests run at once, and two may make scripts of one name
+        // (each deletes its own when dropped).
+        static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir()
+            .join(format!("weft-cli-test-{}-{n}-{name}.json", std::process::id()));
         std::fs::write(&path, script.to_string()).unwrap();
         Self(path)
     }
