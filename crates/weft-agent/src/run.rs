@@ -238,13 +238,13 @@ impl Run {
         for message in &messages {
             if let Message::Assistant(m) = &**message {
                 usage += m.usage;
-                cost += m.cost.as_deref().copied().unwrap_or_default();
+                cost += m.cost_or_zero();
             }
         }
         // Scratch calls (candidates, scores, plans, graph nodes) are not in the conversation.
         for step in steps.iter().filter(|s| s.annotations.extra.contains_key("scratch")) {
             usage += step.llm_response.usage;
-            cost += step.llm_response.cost.as_deref().copied().unwrap_or_default();
+            cost += step.llm_response.cost_or_zero();
         }
         let span = MessageSpan { first: self.start_len as u64, count: messages.len() as u64 };
         self.emitter.emit_repeating(

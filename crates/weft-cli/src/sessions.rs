@@ -545,7 +545,7 @@ fn write_message(out: &mut dyn Write, message: &Message, color: bool) -> io::Res
 
 fn write_step(out: &mut dyn Write, step: &AgentStep) -> io::Result<()> {
     let response = &step.llm_response;
-    let cost = response.cost.as_deref().copied().unwrap_or_default();
+    let cost = response.cost_or_zero();
     writeln!(
         out,
         "  step {} · model {} · {} · tokens: {} · cost: {}",

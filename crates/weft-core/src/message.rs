@@ -380,6 +380,11 @@ impl AssistantMessage {
         out
     }
 
+    /// What this call cost: its `cost`, or zero when the model's prices are not known.
+    pub fn cost_or_zero(&self) -> Cost {
+        self.cost.as_deref().copied().unwrap_or_default()
+    }
+
     /// What went wrong, for a failed call: its `error_message`, or "the model call failed" when
     /// the provider said nothing.
     pub fn failure_text(&self) -> &str {

@@ -146,8 +146,9 @@ impl ServerHandler for Fixture {
             }
             "crash" => std::process::exit(3),
             "freeze" => {
-                // Said through a file, with no await between it and the block: a notification
-                // would let a cancellation reach the call (and rmcp drop it) before it blocks.
+                // Said through a file, with no await between it and the block: after a
+                // notification's await the caller could cancel before the server blocked, and
+                // the server went on answering.
                 if let Some(marker) = args.get("marker").and_then(Value::as_str) {
                     let _ = std::fs::write(marker, "frozen");
                 }
