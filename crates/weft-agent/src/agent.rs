@@ -37,6 +37,8 @@ pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 pub const DEFAULT_KEEP_OPEN: usize = 256;
 /// How often a run looks in the store for an abort requested by another process.
 pub const DEFAULT_ABORT_POLL: Duration = Duration::from_millis(500);
+/// How long a run tries to store its end while the store fails transiently.
+pub const DEFAULT_END_COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The key of a session's `options` that holds its own limit of model calls per run.
 pub const OPTION_MAX_TURNS: &str = "maxTurns";
 /// The key of a session's `options` that holds its reasoning [`Mode`](crate::Mode) (absent:
@@ -133,6 +135,11 @@ pub struct AgentConfig {
     /// How often a run with a store looks for an abort requested by another process
     /// ([`ABORT_NAMESPACE`]); zero: never.
     pub abort_poll: Duration,
+    /// How long a run keeps trying to store its end (its resting status, answer and pending
+    /// calls) while the store fails transiently (a full disk, a dropped connection). Nothing
+    /// reports the end before it is stored; a run whose end could not be stored in this time
+    /// ends with an error saying so, never with the status it could not keep.
+    pub end_commit_timeout: Duration,
 }
 
 impl Default for AgentConfig {
@@ -149,6 +156,7 @@ impl Default for AgentConfig {
             sweep_interval: DEFAULT_SWEEP_INTERVAL,
             keep_open: DEFAULT_KEEP_OPEN,
             abort_poll: DEFAULT_ABORT_POLL,
+            end_commit_timeout: DEFAULT_END_COMMIT_TIMEOUT,
         }
     }
 }
@@ -324,6 +332,13 @@ impl AgentBuilder {
     /// Sets how often a run looks for an abort requested by another process (zero: never).
     pub fn abort_poll(mut self, every: Duration) -> Self {
         self.config.abort_poll = every;
+        self
+    }
+
+    /// Sets how long a run keeps trying to store its end while the store fails transiently
+    /// (see [`AgentConfig::end_commit_timeout`]).
+    pub fn end_commit_timeout(mut self, timeout: Duration) -> Self {
+        self.config.end_commit_timeout = timeout;
         self
     }
 
@@ -665,7 +680,13 @@ impl Agent {
         let id = session.id.clone();
         let committed_messages = session.messages.len();
         let shared = Arc::new(Shared {
-            state: Mutex::new(State { session, run: None, ending: false, committed_messages }),
+            state: Mutex::new(State {
+                session,
+                run: None,
+                ending: false,
+                stale: false,
+                committed_messages,
+            }),
             remote,
             hub: Mutex::new(HubSlot::Unmade(last_seq)),
             store: self.inner.store.clone(),
@@ -737,6 +758,16 @@ impl Agent {
             // `run` is set until the last run has published its end.
             if state.session.status == SessionStatus::Running || state.run.is_some() {
                 return Err(ExecuteError::AlreadyRunning(state.session.id.clone()).into());
+            }
+            if state.stale {
+                // The last run's end never reached the store, and the store cannot be read to
+                // say what the session is now: nothing starts from a state it does not have.
+                return Err(ExecuteError::Store(StoreError::Backend(
+                    "the session's last run ended without its end being stored, and the store \
+                     cannot be read to reload it"
+                        .into(),
+                ))
+                .into());
             }
             let max_turns = session_max_turns(&state.session.options).unwrap_or(config.max_turns);
             let mode = crate::Mode::of_options(&state.session.options);
@@ -980,6 +1011,9 @@ pub(crate) struct State {
     /// The run has reported its end (its resting state is saved) and is letting go of the
     /// session: it counts as ended, and a new input waits the moment it takes.
     pub(crate) ending: bool,
+    /// What this process holds is not what the store has, and must be reloaded before the
+    /// session is used again: a run ended whose end the store never took.
+    pub(crate) stale: bool,
     /// How many of the session's messages the store has.
     committed_messages: usize,
 }
@@ -1058,6 +1092,11 @@ impl From<ExecuteError> for Refusal {
         Self::Error(error)
     }
 }
+
+/// The first pause between tries to store a run's end ([`SessionHandle::save_retrying`]).
+const END_RETRY_FIRST: Duration = Duration::from_millis(50);
+/// The longest.
+const END_RETRY_MAX: Duration = Duration::from_secs(2);
 
 /// How long a start waits for another process's ended run to let go of the session.
 const HANDOVER_WAIT: Duration = Duration::from_secs(2);
@@ -1250,6 +1289,48 @@ impl SessionHandle {
         self.apply(commit).await
     }
 
+    /// Saves what changed since the last commit like [`save`](Self::save), trying again while
+    /// the store fails transiently, until `until`: for a run's end, which nothing may report
+    /// before the store has it. A refusal, a closed store or the time running out is returned.
+    ///
+    /// A transient failure may hide a commit that was applied (a connection cut after the
+    /// database committed, before it answered): the next try then finds the version moved on.
+    /// When the stored head is the one this commit wrote (its version, resting status and
+    /// message count: a run taken over by another process would have stored a `running` head
+    /// first), it counts as stored.
+    pub(crate) async fn save_retrying(&self, until: Instant) -> Result<(), StoreError> {
+        let Some(store) = &self.shared.store else { return Ok(()) };
+        let mut backoff = END_RETRY_FIRST;
+        let mut failed_before = false;
+        loop {
+            let commit = self.lock().prepare_commit();
+            let (version, count, status) =
+                (commit.head.version, commit.head.message_count, commit.head.status);
+            let error = match self.apply(commit).await {
+                Ok(()) => return Ok(()),
+                Err(error) => error,
+            };
+            if failed_before && matches!(error, StoreError::Conflict { .. }) {
+                let id = self.id();
+                if let Ok(Some(head)) = store.head(&id).await
+                    && head.version == version
+                    && head.status == status
+                    && head.message_count == count
+                {
+                    self.lock().committed(version, count, head.updated_at);
+                    return Ok(());
+                }
+            }
+            if !error.is_transient() || Instant::now() + backoff >= until {
+                return Err(error);
+            }
+            tracing::warn!(session_id = %self.id(), %error, "storing the run's end failed; retrying");
+            failed_before = true;
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(END_RETRY_MAX);
+        }
+    }
+
     /// Waits (briefly) for a run that has reported its end to let go of the session.
     async fn wait_while_ending(&self) {
         for _ in 0..100 {
@@ -1273,13 +1354,17 @@ impl SessionHandle {
     /// process has the session; one read of the head otherwise.
     pub(crate) async fn refresh_if_stale(&self) {
         let Some(store) = &self.shared.store else { return };
-        let (id, version) = {
+        let (id, version, stale) = {
             let state = self.lock();
             if state.run.is_some() {
                 return;
             }
-            (state.session.id.clone(), state.session.version)
+            (state.session.id.clone(), state.session.version, state.stale)
         };
+        if stale {
+            self.reload().await;
+            return;
+        }
         match store.head(&id).await {
             Ok(Some(head)) if head.version == version => {}
             Ok(_) => {
@@ -1313,6 +1398,7 @@ impl SessionHandle {
         state.session = session;
         state.run = None;
         state.ending = false;
+        state.stale = false;
     }
 
     /// Replaces what this process holds with what the store has; says what that is.

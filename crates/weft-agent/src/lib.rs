@@ -42,10 +42,10 @@ pub mod tool;
 
 pub use agent::{
     ABORT_NAMESPACE, Agent, AgentBuilder, AgentConfig, AgentHooks, ApprovalPolicy,
-    DEFAULT_ABORT_POLL, DEFAULT_KEEP_OPEN, DEFAULT_LEASE_TTL, DEFAULT_MAX_TURNS,
-    DEFAULT_REMOTE_TOOL_TIMEOUT, DEFAULT_SWEEP_INTERVAL, DEFAULT_TOOL_TIMEOUT, OPTION_MAX_TURNS,
-    OPTION_MODE, OPTION_RUN_AFTER_SEQ, SessionHandle, SessionOptions, ToolGate, run_after_seq,
-    session_max_turns,
+    DEFAULT_ABORT_POLL, DEFAULT_END_COMMIT_TIMEOUT, DEFAULT_KEEP_OPEN, DEFAULT_LEASE_TTL,
+    DEFAULT_MAX_TURNS, DEFAULT_REMOTE_TOOL_TIMEOUT, DEFAULT_SWEEP_INTERVAL, DEFAULT_TOOL_TIMEOUT,
+    OPTION_MAX_TURNS, OPTION_MODE, OPTION_RUN_AFTER_SEQ, SessionHandle, SessionOptions, ToolGate,
+    run_after_seq, session_max_turns,
 };
 pub use error::{AgentError, ExecuteError};
 pub use execute::{

@@ -207,7 +207,7 @@ impl Run {
                 self.machine.max_turns()
             ));
         }
-        let (messages, pending_tool_calls, pending_approvals, steps) = {
+        let (messages, mut pending_tool_calls, mut pending_approvals, steps) = {
             let mut state = self.session.lock();
             let s = &mut state.session;
             let steps = self.machine.end(s, status);
@@ -218,10 +218,17 @@ impl Run {
             let messages = s.messages.shared_from(self.start_len).to_vec();
             (messages, s.pending_tool_calls(), s.pending_approvals(), steps)
         };
-        if let Err(error) = self.session.save().await {
-            tracing::error!(session_id = %self.session_id, %error, "saving the run's end failed");
-            self.store_failed(&error);
-        }
+        // Nothing reports the end before the store has it.
+        let until = Instant::now() + self.agent.config.end_commit_timeout;
+        let status = match self.session.save_retrying(until).await {
+            Ok(()) => status,
+            Err(error) => {
+                // Calls the store does not know to be waiting cannot be answered.
+                pending_tool_calls.clear();
+                pending_approvals.clear();
+                self.end_not_kept(status, &error)
+            }
+        };
         if status == SessionStatus::AwaitingApproval {
             self.emitter.emit(AgentEvent::ApprovalRequired {
                 session_id: self.session_id.clone(),
@@ -293,6 +300,35 @@ impl Run {
             steps,
             error: self.error.take(),
         }
+    }
+
+    /// The run's end could not be stored: the run reports an error saying so (never the status
+    /// it reached, which a later recovery may not reach again), and this process lets go of
+    /// what it holds as if the run had died with it: the session is reloaded from the store
+    /// before it is used again, and the run is recovered from its last stored boundary, here or
+    /// in another process, once the store takes writes again.
+    fn end_not_kept(
+        &mut self,
+        reached: SessionStatus,
+        error: &weft_core::StoreError,
+    ) -> SessionStatus {
+        tracing::error!(session_id = %self.session_id, %error, status = %reached, "the run's end could not be stored: it is not kept");
+        let text = format!(
+            "the run's end ({reached}) could not be stored, so it is not kept: {error}; the \
+             session goes on from its last stored state"
+        );
+        self.emitter.emit(AgentEvent::Error { error: text.clone(), message: None });
+        match &mut self.error {
+            Some(earlier) => {
+                use std::fmt::Write as _;
+                let _ = write!(earlier, "; {text}");
+            }
+            None => self.error = Some(text),
+        }
+        let mut state = self.session.lock();
+        state.stale = true;
+        state.session.status = SessionStatus::Error;
+        SessionStatus::Error
     }
 
     /// After the run panicked: every unanswered call gets an error result (the conversation

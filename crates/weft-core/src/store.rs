@@ -302,6 +302,11 @@ pub enum StoreError {
     Invalid(String),
     /// The backend failed (connection, disk, corrupt data). The text says what, never a secret.
     Backend(String),
+    /// The store can no longer be used by this process: its writer has stopped (the task that
+    /// owns the only writing connection ended with the runtime it ran on, or panicked) or it
+    /// was shut down. Unlike [`Backend`](Self::Backend) it is not transient: asking again gets
+    /// the same answer, so nothing retries it.
+    Closed(String),
 }
 
 impl std::fmt::Display for StoreError {
@@ -315,6 +320,7 @@ impl std::fmt::Display for StoreError {
             ),
             StoreError::Invalid(why) => write!(f, "invalid store operation: {why}"),
             StoreError::Backend(why) => write!(f, "session store failed: {why}"),
+            StoreError::Closed(why) => write!(f, "session store closed: {why}"),
         }
     }
 }
@@ -324,7 +330,8 @@ impl std::error::Error for StoreError {}
 impl StoreError {
     /// Whether the same call may succeed later: the backend failed (a connection dropped, a
     /// disk was full) rather than refusing what was asked. A refusal (an unknown session, a
-    /// conflict, an inconsistent record) gives the same answer however often it is retried.
+    /// conflict, an inconsistent record) gives the same answer however often it is retried, and
+    /// so does a store that is [closed](Self::Closed).
     pub fn is_transient(&self) -> bool {
         matches!(self, StoreError::Backend(_))
     }

@@ -20,6 +20,15 @@ pub(crate) fn backend(what: impl Display, error: impl Display) -> StoreError {
     StoreError::Backend(format!("{what}: {error}"))
 }
 
+/// A failure of a database call: [`StoreError::Closed`] when the pool was closed (nothing will
+/// ever answer through it again), a [`backend`] failure otherwise.
+pub(crate) fn sql_error(what: impl Display, error: sqlx::Error) -> StoreError {
+    match error {
+        sqlx::Error::PoolClosed => StoreError::Closed(format!("{what}: {error}")),
+        other => backend(what, other),
+    }
+}
+
 /// A row that cannot be read back: names the table and the session.
 pub(crate) fn corrupt(table: &str, session_id: &str, detail: impl Display) -> StoreError {
     StoreError::Backend(format!("corrupt row in table {table} for session {session_id}: {detail}"))

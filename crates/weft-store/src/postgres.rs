@@ -34,7 +34,7 @@ use weft_core::store::{
 
 use crate::codec::{
     self, EncodedCommit, EncodedEvent, EncodedRun, LogWindow, Position, backend, column,
-    column_u64, limit_i64, to_i64,
+    column_u64, limit_i64, sql_error, to_i64,
 };
 use crate::hub::{self, Hub};
 use crate::rows;
@@ -86,7 +86,7 @@ impl Drop for Inner {
 }
 
 fn pg(e: sqlx::Error) -> StoreError {
-    backend("Postgres", e)
+    sql_error("Postgres", e)
 }
 
 /// The SQLSTATE of a database error.

@@ -46,7 +46,7 @@ use weft_core::store::{
 
 use crate::codec::{
     self, EncodedCommit, EncodedEvent, EncodedHead, EncodedRun, LogWindow, Position, backend,
-    column, column_u64, limit_i64, to_i64,
+    column, column_u64, limit_i64, sql_error, to_i64,
 };
 use crate::hub::{self, Hub};
 use crate::rows;
@@ -230,10 +230,10 @@ impl SqliteStore {
             .writer
             .send(Job { op, reply })
             .await
-            .map_err(|_| StoreError::Backend("the SQLite writer has stopped".into()))?;
+            .map_err(|_| StoreError::Closed("the SQLite writer has stopped".into()))?;
         answer
             .await
-            .map_err(|_| StoreError::Backend("the SQLite writer stopped before answering".into()))?
+            .map_err(|_| StoreError::Closed("the SQLite writer stopped before answering".into()))?
     }
 
     async fn write_unit(&self, op: Op) -> Result<(), StoreError> {
@@ -248,7 +248,7 @@ impl SqliteStore {
     }
 
     fn read_error(&self, error: sqlx::Error) -> StoreError {
-        backend(format_args!("SQLite store {}", self.inner.path.display()), error)
+        sql_error(format_args!("SQLite store {}", self.inner.path.display()), error)
     }
 
     async fn last_seq(&self, session_id: &str) -> Result<u64, StoreError> {

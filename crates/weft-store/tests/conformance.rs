@@ -1429,6 +1429,32 @@ async fn sqlite_corrupt_rows_are_backend_errors() {
     );
 }
 
+/// A store whose writer has stopped (it ran on a runtime that is gone) says it is closed, which
+/// nothing retries; reads, which need no writer, still answer.
+#[test]
+fn sqlite_writer_gone_is_closed_not_transient() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weft.db");
+    let opened = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let store = opened.block_on(async {
+        let store = SqliteStore::open(&path).await.unwrap();
+        create(&store, "s1", None, vec![user("a")]).await;
+        store
+    });
+    // The writer task dies with the runtime it was spawned on.
+    drop(opened);
+    let other = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    other.block_on(async {
+        let error = store.append_events("s1", vec![delta("s1", 1, "x")]).await.unwrap_err();
+        assert!(matches!(&error, StoreError::Closed(_)), "{error:?}");
+        assert!(!error.is_transient(), "a stopped writer never comes back");
+        assert!(error.to_string().contains("writer"), "{error}");
+        let error = store.reserve_seqs("s1", 10).await.unwrap_err();
+        assert!(matches!(error, StoreError::Closed(_)), "{error:?}");
+        assert_eq!(store.head("s1").await.unwrap().unwrap().id, "s1");
+    });
+}
+
 /// A file at a schema version newer than this build is refused, not damaged.
 #[tokio::test]
 async fn sqlite_refuses_newer_schema() {

@@ -89,6 +89,13 @@ pub struct Spy {
     pub refuse_appends: AtomicUsize,
     /// While set, `load` fails (as an unreachable store does).
     pub fail_loads: std::sync::atomic::AtomicBool,
+    /// While set, a commit that puts the session at rest (a run's end) fails as a store that
+    /// cannot write does (a full disk, a cut connection): transiently, nothing written.
+    pub fail_ends: std::sync::atomic::AtomicBool,
+    /// While set, such a commit fails as a store whose writer has stopped does.
+    pub close_ends: std::sync::atomic::AtomicBool,
+    /// How many commits the store was sent.
+    pub commits: AtomicUsize,
     acquires: AtomicUsize,
     dues: AtomicUsize,
     first_acquire_delay: Duration,
@@ -103,6 +110,9 @@ impl Spy {
             appends: AtomicUsize::new(0),
             refuse_appends: AtomicUsize::new(0),
             fail_loads: std::sync::atomic::AtomicBool::new(false),
+            fail_ends: std::sync::atomic::AtomicBool::new(false),
+            close_ends: std::sync::atomic::AtomicBool::new(false),
+            commits: AtomicUsize::new(0),
             acquires: AtomicUsize::new(0),
             dues: AtomicUsize::new(0),
             first_acquire_delay: Duration::ZERO,
@@ -156,7 +166,17 @@ impl SessionStore for Spy {
         self.inner.load(id)
     }
     fn head<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<SessionHead>> { self.inner.head(id) }
-    fn commit<'a>(&'a self, commit: Commit) -> StoreFuture<'a, ()> { self.inner.commit(commit) }
+    fn commit<'a>(&'a self, commit: Commit) -> StoreFuture<'a, ()> {
+        self.commits.fetch_add(1, Ordering::SeqCst);
+        let resting = commit.head.status != weft_core::SessionStatus::Running;
+        if resting && self.close_ends.load(Ordering::SeqCst) {
+            return Box::pin(std::future::ready(Err(StoreError::Closed("the writer has stopped, by the test".into()))));
+        }
+        if resting && self.fail_ends.load(Ordering::SeqCst) {
+            return Box::pin(std::future::ready(Err(StoreError::Backend("disk full, by the test".into()))));
+        }
+        self.inner.commit(commit)
+    }
     fn reserve_seqs<'a>(&'a self, id: &'a str, count: u64) -> StoreFuture<'a, u64> { self.inner.reserve_seqs(id, count) }
     fn append_events<'a>(&'a self, id: &'a str, events: Vec<Arc<EventRecord>>) -> StoreFuture<'a, ()> {
         self.appends.fetch_add(1, Ordering::SeqCst);

@@ -1,0 +1,175 @@
+//! A run's end is reported only once the store has it: a store that fails transiently around
+//! the end is tried again (nothing reports the end meanwhile, and this process never "recovers"
+//! the run it is still ending); a store that does not take the end in time, or whose writer is
+//! gone, makes the run end with an error saying the end was not kept — never with the status it
+//! could not store, which a later recovery could contradict.
+
+#![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use common::{Recording, Spy};
+use futures::StreamExt;
+use weft_agent::{Agent, SessionHandle, SessionOptions};
+use weft_core::{AgentEvent, Input, Message, SessionStatus, SessionStore};
+use weft_llm::faux::FauxTurn;
+use weft_store::SqliteStore;
+
+/// The text of the last assistant message among `messages`.
+fn answer<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Option<String> {
+    messages
+        .into_iter()
+        .filter_map(|m| match m {
+            Message::Assistant(a) => Some(a.text()),
+            _ => None,
+        })
+        .last()
+}
+
+struct Setup {
+    agent: Agent,
+    spy: Arc<Spy>,
+    store: Arc<dyn SessionStore>,
+    provider: Recording,
+    session: SessionHandle,
+    _dir: tempfile::TempDir,
+}
+
+/// An agent on a real SQLite file seen through a spy, whose model answers "Answer A" first and
+/// "Answer B" to any later call (a recovery), sweeping every 20 ms with a 200 ms lease.
+async fn setup(end_commit_timeout: Duration) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite: Arc<dyn SessionStore> =
+        Arc::new(SqliteStore::open(dir.path().join("weft.db")).await.unwrap());
+    let spy = Arc::new(Spy::new(sqlite));
+    let store: Arc<dyn SessionStore> = spy.clone();
+    let provider = Recording::new([
+        FauxTurn::text("Answer A").with_delay_ms(20),
+        FauxTurn::text("Answer B"),
+        FauxTurn::text("Answer C"),
+    ]);
+    let agent = Agent::builder(provider.clone())
+        .store(Arc::clone(&store))
+        .sweep_interval(Duration::from_millis(20))
+        .lease_ttl(Duration::from_millis(200))
+        .end_commit_timeout(end_commit_timeout)
+        .build()
+        .unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
+    Setup { agent, spy, store, provider, session, _dir: dir }
+}
+
+/// The stored head's status and the stored answer.
+async fn stored(setup: &Setup) -> (SessionStatus, Option<String>) {
+    let loaded = setup.store.load(&setup.session.id()).await.unwrap().unwrap();
+    (loaded.head.status, answer(loaded.messages.iter()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_end_the_store_failed_to_take_for_a_while_is_stored_before_it_is_reported() {
+    let setup = setup(Duration::from_secs(60)).await;
+    setup.spy.fail_ends.store(true, Ordering::SeqCst);
+    let mut stream = setup.agent.execute(&setup.session, Input::text("Question?")).await.unwrap();
+    // The model's answer streams as usual.
+    while let Some(event) = stream.next().await {
+        if matches!(event, AgentEvent::TextDelta { .. }) {
+            break;
+        }
+    }
+    // The store refuses the end for a while: nothing reports it, and the sweeper (every 20 ms,
+    // a lease of 200 ms) does not take the run this process is still ending.
+    let early = tokio::time::timeout(Duration::from_millis(800), async {
+        while let Some(event) = stream.next().await {
+            if matches!(event, AgentEvent::SessionEnd { .. }) {
+                return event;
+            }
+        }
+        panic!("the stream ended without session_end");
+    })
+    .await;
+    assert!(early.is_err(), "the end was reported before it was stored: {early:?}");
+    assert_eq!(setup.provider.calls(), 1, "the run was not recovered while it was ending");
+    setup.spy.fail_ends.store(false, Ordering::SeqCst);
+    let (rest, result) = stream.collect_all().await;
+    let end = rest.iter().find_map(|e| match e {
+        AgentEvent::SessionEnd { status, .. } => Some(*status),
+        _ => None,
+    });
+    assert_eq!(end, Some(SessionStatus::Completed));
+    assert_eq!(result.status, SessionStatus::Completed);
+    assert_eq!(result.error, None);
+    assert_eq!(answer(&result.messages).as_deref(), Some("Answer A"));
+    assert_eq!(stored(&setup).await, (SessionStatus::Completed, Some("Answer A".into())));
+    // Many sweeps later, what the client was told still holds.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(stored(&setup).await, (SessionStatus::Completed, Some("Answer A".into())));
+    assert_eq!(setup.provider.calls(), 1, "no recovery ever ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_end_the_store_never_took_is_an_error_that_says_so_never_completed() {
+    let setup = setup(Duration::from_millis(400)).await;
+    setup.spy.fail_ends.store(true, Ordering::SeqCst);
+    let (events, result) =
+        common::run(&setup.agent, &setup.session, Input::text("Question?")).await;
+    let statuses: Vec<SessionStatus> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::SessionEnd { status, .. } => Some(*status),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(statuses, [SessionStatus::Error], "never completed");
+    assert_eq!(result.status, SessionStatus::Error);
+    let error = result.error.unwrap();
+    assert!(error.contains("could not be stored") && error.contains("not kept"), "{error}");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Error { error, .. } if error.contains("not kept"))),
+        "the stream says so too"
+    );
+    assert!(result.pending_tool_calls.is_empty());
+    // The store still has the run as it last stored it; once it takes writes again, the run is
+    // recovered from there (as after a crash) and the session takes new input.
+    setup.spy.fail_ends.store(false, Ordering::SeqCst);
+    let mut status = SessionStatus::Running;
+    for _ in 0..500 {
+        status = stored(&setup).await.0;
+        if status != SessionStatus::Running {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(status, SessionStatus::Completed, "recovered once the store took writes");
+    let handle = setup.agent.session(&setup.session.id()).await.unwrap().unwrap();
+    for _ in 0..500 {
+        if handle.status() != SessionStatus::Running {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (_, next) = common::run(&setup.agent, &handle, Input::text("Again?")).await;
+    assert_eq!(next.status, SessionStatus::Completed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_whose_writer_is_gone_is_not_retried() {
+    // A minute of retries would outlast the bound below: a closed store is not retried at all.
+    let setup = setup(Duration::from_secs(60)).await;
+    setup.spy.close_ends.store(true, Ordering::SeqCst);
+    let ran = tokio::time::timeout(
+        Duration::from_secs(20),
+        common::run(&setup.agent, &setup.session, Input::text("Question?")),
+    )
+    .await;
+    let (_, result) = ran.expect("the run ended without retrying a closed store");
+    assert_eq!(result.status, SessionStatus::Error);
+    let error = result.error.unwrap();
+    assert!(error.contains("not kept") && error.contains("closed"), "{error}");
+    assert_eq!(setup.spy.commits.load(Ordering::SeqCst), 3, "start, boundary, one end try");
+}
