@@ -1550,6 +1550,9 @@ impl SessionStore for Probe {
     fn release_lease<'a>(&'a self, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
         self.inner.release_lease(id, holder)
     }
+    fn release_process_leases<'a>(&'a self, process: &'a str) -> StoreFuture<'a, u64> {
+        self.inner.release_process_leases(process)
+    }
     fn due_sessions<'a>(
         &'a self,
         now: weft_core::TimestampMs,

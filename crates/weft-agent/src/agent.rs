@@ -18,6 +18,7 @@ use crate::catalog::{RemoteTools, ToolCatalog};
 use crate::error::{AgentError, ExecuteError};
 use crate::execute::{Emitter, ExecuteResult, ExecuteStream};
 use crate::hub::Hub;
+use crate::identity::ProcessIdentity;
 use crate::lease::Lease;
 use crate::machine::Machine;
 use crate::run::Run;
@@ -214,6 +215,11 @@ pub(crate) struct AgentInner {
     pub(crate) store: Option<Arc<dyn SessionStore>>,
     /// This process's name as a lease holder.
     pub(crate) holder: Arc<str>,
+    /// The identity `holder` is the name of (a stable one holds its slot's lock).
+    identity: ProcessIdentity,
+    /// Set once the leases a dead process left under this identity are freed (the first use of
+    /// the store waits for it).
+    adopted: tokio::sync::OnceCell<()>,
     /// Whether the sweeper task is started.
     pub(crate) sweeper: std::sync::OnceLock<()>,
     /// Wakes the sweeper early (a run suspended with a deadline).
@@ -250,6 +256,7 @@ pub struct AgentBuilder {
     hooks: Arc<dyn AgentHooks>,
     approval: Option<ApprovalPolicy>,
     store: Option<Arc<dyn SessionStore>>,
+    identity: Option<ProcessIdentity>,
 }
 
 impl AgentBuilder {
@@ -259,6 +266,15 @@ impl AgentBuilder {
     /// store, sessions live in this process's memory only.
     pub fn store(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.store = Some(store);
+        self
+    }
+
+    /// Holds runs' leases under `identity` (default: an [ephemeral](ProcessIdentity::ephemeral)
+    /// one). With a stable identity ([`ProcessIdentity::claim`]), the agent's first use of the
+    /// store frees the leases a dead process left under it, so its runs are recovered and its
+    /// suspended sessions resumed at once instead of after the lease ttl.
+    pub fn identity(mut self, identity: ProcessIdentity) -> Self {
+        self.identity = Some(identity);
         self
     }
 
@@ -394,6 +410,7 @@ impl AgentBuilder {
                 },
             );
         }
+        let identity = self.identity.unwrap_or_else(ProcessIdentity::ephemeral);
         let agent = Agent {
             inner: Arc::new(AgentInner {
                 provider: self.provider,
@@ -403,7 +420,9 @@ impl AgentBuilder {
                 hooks: self.hooks,
                 approval: self.approval,
                 store: self.store,
-                holder: Arc::from(format!("weft-{}-{}", std::process::id(), uuid::Uuid::new_v4())),
+                holder: identity.shared_name(),
+                identity,
+                adopted: tokio::sync::OnceCell::new(),
                 sweeper: std::sync::OnceLock::new(),
                 sweep_now: Arc::new(tokio::sync::Notify::new()),
                 open: Mutex::new(HashMap::new()),
@@ -462,11 +481,41 @@ impl Agent {
             hooks: Arc::new(NoHooks),
             approval: None,
             store: None,
+            identity: None,
         }
     }
 
     pub(crate) fn from_inner(inner: Arc<AgentInner>) -> Self {
         Self { inner }
+    }
+
+    /// The identity this agent holds its runs' leases under.
+    pub fn identity(&self) -> &ProcessIdentity {
+        &self.inner.identity
+    }
+
+    /// Before the first use of the store: the leases held under this agent's stable identity
+    /// are a dead process's (the identity's lock was free when this process claimed it), and
+    /// are freed, so that process's runs are recovered and its suspended sessions take input
+    /// at once. Every later call returns at once.
+    pub(crate) async fn adopt_identity(&self) {
+        let inner = &self.inner;
+        let (Some(store), true) = (&inner.store, inner.identity.is_stable()) else { return };
+        inner
+            .adopted
+            .get_or_init(|| async {
+                match store.release_process_leases(&inner.holder).await {
+                    Ok(0) => {}
+                    Ok(count) => tracing::warn!(
+                        identity = %inner.holder,
+                        leases = count,
+                        "a previous process with this identity died holding runs: they are recovered now"
+                    ),
+                    // They expire by themselves.
+                    Err(error) => tracing::warn!(%error, "freeing a dead process's leases failed"),
+                }
+            })
+            .await;
     }
 
     /// The agent's settings.
@@ -557,6 +606,7 @@ impl Agent {
     /// from its last checkpoint here; a suspended one loads suspended and resumes normally.
     pub async fn session(&self, id: &str) -> Result<Option<SessionHandle>, AgentError> {
         crate::deadline::ensure_sweeper(&self.inner);
+        self.adopt_identity().await;
         if let Some(handle) = self.open_handle(id) {
             handle.refresh_if_stale().await;
             self.keep_recent(&handle);
@@ -685,6 +735,7 @@ impl Agent {
                 run: None,
                 ending: false,
                 stale: false,
+                recovering: false,
                 committed_messages,
             }),
             remote,
@@ -725,14 +776,24 @@ impl Agent {
     ) -> Result<ExecuteStream, ExecuteError> {
         tokio::runtime::Handle::try_current().map_err(|_| ExecuteError::NoRuntime)?;
         crate::deadline::ensure_sweeper(&self.inner);
+        self.adopt_identity().await;
         let mut input = input.into();
         // Only a store's lease can be held by another process's ending run.
-        let deadline = self.inner.store.is_some().then(|| Instant::now() + HANDOVER_WAIT);
+        let mut deadline = self.inner.store.is_some().then(|| Instant::now() + HANDOVER_WAIT);
         loop {
             let spare = deadline.map(|_| input.clone());
             match self.start(session, input).await {
                 Ok(stream) => return Ok(stream),
                 Err(Refusal::Error(error)) => return Err(error),
+                Err(Refusal::Recovering) => match spare {
+                    // The input goes in once the recovery has ended, whatever it took.
+                    Some(again) => {
+                        session.wait_recovered().await;
+                        input = again;
+                        deadline = Some(Instant::now() + HANDOVER_WAIT);
+                    }
+                    None => return Err(ExecuteError::AlreadyRunning(session.id())),
+                },
                 Err(Refusal::HeldWhileResting) => match (spare, deadline) {
                     (Some(again), Some(until)) if Instant::now() < until => {
                         tokio::time::sleep(HANDOVER_POLL).await;
@@ -757,6 +818,9 @@ impl Agent {
             let mut state = session.lock();
             // `run` is set until the last run has published its end.
             if state.session.status == SessionStatus::Running || state.run.is_some() {
+                if state.run.is_some() && state.recovering {
+                    return Err(Refusal::Recovering);
+                }
                 return Err(ExecuteError::AlreadyRunning(state.session.id.clone()).into());
             }
             if state.stale {
@@ -879,7 +943,8 @@ impl Agent {
         let session_id = session.id();
         let hub = session.hub();
         hub.start_run();
-        let events = hub.subscribe(hub.last_seq(), true);
+        let after_seq = hub.last_seq();
+        let events = hub.subscribe(after_seq, true);
         let (result_tx, result_rx) = tokio::sync::oneshot::channel();
         let mut run = Run::new(
             self.inner.clone(),
@@ -913,7 +978,7 @@ impl Agent {
             };
             let _ = result_tx.send(result);
         });
-        ExecuteStream::new(session_id, events, result_rx, cancel)
+        ExecuteStream::new(session_id, after_seq, events, result_rx, cancel)
     }
 
     /// Takes over a run whose process died (the session is `running` in the store, and this
@@ -953,6 +1018,7 @@ impl Agent {
                     run.run_id.clone_from(&run_id);
                 }
                 state.run = Some(cancel.clone());
+                state.recovering = true;
                 Some((machine, first, start_len, run_id, state_before))
             }
         };
@@ -1014,6 +1080,9 @@ pub(crate) struct State {
     /// What this process holds is not what the store has, and must be reloaded before the
     /// session is used again: a run ended whose end the store never took.
     pub(crate) stale: bool,
+    /// The run under way recovers one whose process died: new input waits for it to end
+    /// instead of being refused.
+    pub(crate) recovering: bool,
     /// How many of the session's messages the store has.
     committed_messages: usize,
 }
@@ -1080,6 +1149,8 @@ enum Reloaded {
 
 /// Why one attempt to start a run did not.
 enum Refusal {
+    /// A run of this process is recovering one whose process died: the input waits for it.
+    Recovering,
     /// The lease is held though the session rests: another process's run has ended and not yet
     /// let go. Worth another try in a moment.
     HeldWhileResting,
@@ -1161,6 +1232,26 @@ impl SessionHandle {
             session.status = SessionStatus::Running;
         }
         session
+    }
+
+    /// Whether a run of this process is recovering the session's run whose process died (see
+    /// [`Agent::session`]). An input given meanwhile waits for the recovery to end, then runs.
+    pub fn is_recovering(&self) -> bool {
+        let state = self.lock();
+        state.run.is_some() && state.recovering
+    }
+
+    /// Waits until no recovery of this process has the session.
+    async fn wait_recovered(&self) {
+        loop {
+            let idle = self.shared.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if !self.is_recovering() {
+                return;
+            }
+            idle.await;
+        }
     }
 
     /// Calls waiting for remote results.
@@ -1399,6 +1490,7 @@ impl SessionHandle {
         state.run = None;
         state.ending = false;
         state.stale = false;
+        state.recovering = false;
     }
 
     /// Replaces what this process holds with what the store has; says what that is.

@@ -51,6 +51,7 @@ async fn sweep(agent: Weak<AgentInner>, wake: Arc<tokio::sync::Notify>) {
 impl Agent {
     /// One sweep; returns how long to sleep before the next.
     async fn sweep_once(&self) -> Duration {
+        self.adopt_identity().await;
         let interval = self.config().sweep_interval;
         let now = now_ms();
         let mut next_due: Option<u64> = None;

@@ -82,6 +82,8 @@ impl AbortHandle {
 /// catches up from the store.
 pub struct ExecuteStream {
     session_id: String,
+    /// The seq of the session's last event before this run's first.
+    after_seq: u64,
     events: Pin<Box<dyn Stream<Item = Arc<EventRecord>> + Send>>,
     result: oneshot::Receiver<ExecuteResult>,
     cancel: CancellationToken,
@@ -90,16 +92,24 @@ pub struct ExecuteStream {
 impl ExecuteStream {
     pub(crate) fn new(
         session_id: String,
+        after_seq: u64,
         events: impl Stream<Item = Arc<EventRecord>> + Send + 'static,
         result: oneshot::Receiver<ExecuteResult>,
         cancel: CancellationToken,
     ) -> Self {
-        Self { session_id, events: Box::pin(events), result, cancel }
+        Self { session_id, after_seq, events: Box::pin(events), result, cancel }
     }
 
     /// The session this run belongs to.
     pub fn session_id(&self) -> &str {
         &self.session_id
+    }
+
+    /// The sequence number of the session's last event before this run's first: a watcher
+    /// that subscribes after it sees exactly this run's events (and whatever follows), even
+    /// when the input waited for another run (a recovery) to end first.
+    pub fn after_seq(&self) -> u64 {
+        self.after_seq
     }
 
     /// Aborts the run (see [`AbortHandle::abort`]).

@@ -34,6 +34,7 @@ mod error;
 mod execute;
 mod graph;
 mod hub;
+mod identity;
 mod lease;
 mod machine;
 mod modes;
@@ -51,6 +52,7 @@ pub use error::{AgentError, ExecuteError};
 pub use execute::{
     AbortHandle, ExecuteResult, ExecuteStream, RecordStream, Sequenced, SequencedStream,
 };
+pub use identity::ProcessIdentity;
 pub use modes::{GotOptions, Mode, Search, TotOptions};
 pub use tool::{
     CancellationToken, DEFAULT_MAX_OUTPUT, FnTool, StaticTools, Tool, ToolContext, ToolError,

@@ -283,6 +283,7 @@ impl Run {
             state.session.last_event_seq = hub.last_seq();
             state.run = None;
             state.ending = false;
+            state.recovering = false;
         }
         self.session.shared.idle.notify_waiters();
         if !pending_tool_calls.is_empty() {

@@ -500,8 +500,12 @@ impl Planned {
     /// Builds the agent on `store`, with its tools (MCP servers started).
     async fn build(self, store: Arc<dyn SessionStore>) -> anyhow::Result<Setup> {
         let builder = tools::with_tools(self.builder, &self.tools).await?;
-        let agent =
-            builder.store(store).build().map_err(|e| anyhow!("cannot set up the agent: {e}"))?;
+        let identity = crate::store::identity(&*store);
+        let agent = builder
+            .identity(identity)
+            .store(store)
+            .build()
+            .map_err(|e| anyhow!("cannot set up the agent: {e}"))?;
         Ok(Setup { agent, provider: self.provider, model: self.model, registry: self.registry })
     }
 }
@@ -626,7 +630,18 @@ fn run_command(args: RunArgs) -> Result<(), Failure> {
                     .map_err(|e| Failure::run(format!("cannot create the session: {e}")))?;
                 (setup, session)
             }
-            Plan::Continue(id) => continued(&args, id, store).await?,
+            Plan::Continue(id) => {
+                let (setup, session) = continued(&args, id, store).await?;
+                if session.is_recovering() {
+                    // A process that ran it died mid-run: that run goes on to its end first
+                    // (calls it left running are answered as interrupted), then the prompt runs.
+                    term::eprint_line(&format!(
+                        "session {}: the previous run was interrupted; continuing",
+                        sanitize::visible(id)
+                    ));
+                }
+                (setup, session)
+            }
         };
         let started = Instant::now();
         let agent = &setup.agent;

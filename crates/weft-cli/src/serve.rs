@@ -75,6 +75,7 @@ pub(crate) fn command(args: ServeArgs) -> Result<(), Failure> {
             .await
             .map_err(|e| Failure::usage(&e))?;
         let agent = builder
+            .identity(crate::store::identity(&*store))
             .store(store)
             .build()
             .map_err(|e| Failure::usage(&anyhow!("cannot set up the agent: {e}")))?;

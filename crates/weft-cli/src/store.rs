@@ -6,12 +6,40 @@
 //! `--store postgres://…` in a Postgres database. A store that cannot be opened is a
 //! configuration mistake (exit 2), reported in one line that never repeats the URL: it may hold
 //! a password, and the store's own errors never do either.
+//!
+//! Every process that keeps sessions in a store runs under a process identity held in
+//! `$WEFT_HOME/processes/` ([`identity`]): a process started after one that died (`kill -9`
+//! included) on the same `WEFT_HOME` takes its identity over and recovers its runs at once, instead
+//! of waiting for their leases to expire.
 
 use std::sync::Arc;
 
 use anyhow::anyhow;
 use clap::Args;
+use weft_agent::ProcessIdentity;
 use weft_store::{SessionStore, SqliteStore, StoreError};
+
+/// The identity this process holds `store`'s leases under: the first free slot of
+/// `$WEFT_HOME/processes` (a dead process's, if one died there), or, for a store in memory or
+/// when that folder cannot be used (said on stderr), one of its own.
+pub(crate) fn identity(store: &dyn SessionStore) -> ProcessIdentity {
+    if store.kind() == "memory" {
+        return ProcessIdentity::ephemeral();
+    }
+    let claimed = weft_store::weft_home().map_err(|e| e.to_string()).and_then(|home| {
+        ProcessIdentity::claim(&home.join("processes")).map_err(|e| e.to_string())
+    });
+    match claimed {
+        Ok(identity) => identity,
+        Err(error) => {
+            crate::term::eprint_line(&format!(
+                "weft: no process identity in $WEFT_HOME/processes ({error}): runs this process \
+                 leaves behind if it dies are recovered once their leases expire"
+            ));
+            ProcessIdentity::ephemeral()
+        }
+    }
+}
 
 /// The help of `--store`, shared by every command that takes it.
 const STORE_HELP: &str = "The session store: memory (kept in this process only), sqlite:PATH \

@@ -1582,6 +1582,59 @@ fn a_session_running_elsewhere_refuses_a_second_run() {
     );
 }
 
+/// `kill -9` of `weft run` mid-run leaves its session `running` under a lease that would hold
+/// for the lease ttl; the next `weft run --session` on the same `WEFT_HOME` takes the dead
+/// process's identity over, recovers that run at once, runs its own prompt after it, and says
+/// what happened.
+#[cfg(unix)]
+#[test]
+fn a_killed_runs_session_is_continued_at_once_by_the_next_run() {
+    let home = Home::new();
+    // The first turn streams slowly (about 1.5 s); the second answers the next prompt.
+    let slow = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen";
+    let script = Script::new(
+        "killed",
+        &json!({"turns": [
+            {"text": slow, "chunkSize": 5, "delayMs": 100},
+            {"text": "Second answer."}
+        ]}),
+    );
+    let mut child = home
+        .weft(&["run", "First?", "--json", "--script", script.path()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rx = read_stdout(&mut child);
+    wait_for(&mut child, &rx, "\"message_chunk\"");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let o = home.run(&["sessions", "list", "--json"]);
+    let heads: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(heads[0]["status"], "running", "{heads}");
+    let id = heads[0]["id"].as_str().unwrap().to_string();
+
+    let o = home.run(&["run", "Second?", "--session", &id, "--script", script.path()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("session {id}: the previous run was interrupted; continuing")),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stdout(&o), "Second answer.\n");
+    let shown = home.show_json(&id, &[]);
+    assert_eq!(shown["head"]["status"], "completed");
+    assert_eq!(
+        conversation(&shown),
+        [
+            ("user".to_string(), "First?".to_string()),
+            ("assistant".to_string(), slow.to_string()),
+            ("user".to_string(), "Second?".to_string()),
+            ("assistant".to_string(), "Second answer.".to_string()),
+        ]
+    );
+}
+
 /// The Postgres database of the tests, or `None` (saying so) when there is none; under `CI=true`
 /// a missing database is a failure.
 fn postgres_url() -> Option<String> {

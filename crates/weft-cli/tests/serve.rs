@@ -96,3 +96,129 @@ fn serves_the_flow_on_the_default_store_and_stops_on_sigterm() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
 }
+
+/// `weft serve` on `home`'s default store with the faux `script`, on a port of its own: the
+/// child and its address.
+fn start_serve(home: &std::path::Path, script: &std::path::Path) -> (std::process::Child, String) {
+    let mut child =
+        weft(home, &["serve", "--script", script.to_str().unwrap(), "--addr", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("http://") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "weft serve exited before serving");
+    }
+    // Drained, so the server never blocks writing its logs.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let addr = line.trim().rsplit("http://").next().unwrap().to_string();
+    (child, addr)
+}
+
+/// Posts `body` to `/api/agent/execute` and reads the streamed response until a line contains
+/// `needle`; returns what was read (the connection is dropped).
+fn execute_until(addr: &str, body: &str, needle: &str) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let request = format!(
+        "POST /api/agent/execute HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut seen = String::new();
+    let mut line = String::new();
+    while !line.contains(needle) {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "{needle:?} never came: {seen}");
+        seen.push_str(&line);
+    }
+    seen
+}
+
+fn session_of(response: &str) -> String {
+    let line =
+        response.lines().find(|l| l.to_ascii_lowercase().starts_with("x-session-id:")).unwrap();
+    line.split_once(':').unwrap().1.trim().to_string()
+}
+
+/// `kill -9` of the server while a run streams: the restarted server (same `WEFT_HOME`, so the
+/// same process identity) recovers that run at once instead of after the lease ttl, and a new
+/// message to the session waits for the recovery and runs, where it was a `409 session_running`.
+#[test]
+fn a_killed_servers_run_is_recovered_at_once_and_the_session_takes_a_new_message() {
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("slow.json");
+    let slow = "one two three four five six seven eight nine ten eleven twelve";
+    let turns = serde_json::json!({"turns": [
+        {"text": slow, "chunkSize": 4, "delayMs": 100},
+        {"text": "Second answer."}
+    ]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let (mut server, addr) = start_serve(home.path(), &script);
+    let first = execute_until(
+        &addr,
+        r#"{"input":{"role":"user","content":"First?"},"context":{}}"#,
+        "text_delta",
+    );
+    let session = session_of(&first);
+    server.kill().unwrap(); // SIGKILL
+    server.wait().unwrap();
+
+    let (mut server, addr) = start_serve(home.path(), &script);
+    let body =
+        format!(r#"{{"sessionId":"{session}","input":{{"role":"user","content":"Second?"}}}}"#);
+    let second = execute_until(&addr, &body, "execute_complete");
+    assert!(second.starts_with("HTTP/1.1 200"), "{second}");
+    assert!(second.contains(r#""status":"completed""#), "{second}");
+    assert!(second.contains("Second answer."), "{second}");
+    let view = http(
+        &addr,
+        &format!(
+            "GET /api/agent/session/{session} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        ),
+    );
+    // The recovered run's whole answer, then the new exchange.
+    let texts = [slow, "Second?", "Second answer."];
+    let mut at = 0;
+    for text in texts {
+        at += view[at..].find(text).unwrap_or_else(|| panic!("{text:?} missing in order: {view}"));
+    }
+    Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    assert_eq!(server.wait().unwrap().code(), Some(0));
+}
+
+/// `kill -9` of the server right after it said `awaiting_tool_execution`: the restarted server
+/// takes the tool's result at once.
+#[test]
+fn a_killed_servers_pending_tool_call_is_answerable_at_once_after_a_restart() {
+    let home = tempfile::tempdir().unwrap();
+    let (mut server, addr) = start_serve(home.path(), std::path::Path::new(&script()));
+    let first = execute_until(
+        &addr,
+        r#"{"input":{"role":"user","content":"Weather in Paris?"},"context":{"tools":[{"name":"get_weather","parameters":{"type":"object"}}]}}"#,
+        r#""type":"awaiting_tool_execution""#,
+    );
+    server.kill().unwrap(); // SIGKILL
+    server.wait().unwrap();
+    let session = session_of(&first);
+
+    // The restarted server's model answers with the result in view (a faux script plays from
+    // its first turn in a new process).
+    let answer = home.path().join("answer.json");
+    std::fs::write(&answer, r#"{"turns":[{"text":"It is sunny in Paris."}]}"#).unwrap();
+    let (mut server, addr) = start_serve(home.path(), &answer);
+    let body = format!(
+        r#"{{"sessionId":"{session}","input":[{{"role":"toolResult","toolCallId":"call_weather_1","toolName":"get_weather","content":"Sunny"}}]}}"#
+    );
+    // A lease the dead server still held would make this a 409 session_running.
+    let second = execute_until(&addr, &body, "execute_complete");
+    assert!(second.starts_with("HTTP/1.1 200"), "{second}");
+    assert!(second.contains(r#""status":"completed""#), "{second}");
+    assert!(second.contains("It is sunny in Paris."), "{second}");
+    Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    assert_eq!(server.wait().unwrap().code(), Some(0));
+}

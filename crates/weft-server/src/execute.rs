@@ -284,7 +284,9 @@ pub(crate) async fn start(
     let mut tries = 0;
     let (stream, after) = loop {
         tries += 1;
-        if session.status() == SessionStatus::Running {
+        // A run being recovered (its process died) is waited for whatever the strategy: the
+        // agent queues the input behind it.
+        if session.status() == SessionStatus::Running && !session.is_recovering() {
             match options.multitask {
                 Multitask::Reject => return Err(ApiError::session_running(&id, run_id(&session))),
                 Multitask::Enqueue => wait_for_end(&session).await,
@@ -294,9 +296,11 @@ pub(crate) async fn start(
                 }
             }
         }
-        let after = session.last_seq();
         match state.agent.execute(&session, input.clone()).await {
-            Ok(stream) => break (stream, after),
+            Ok(stream) => {
+                let after = stream.after_seq();
+                break (stream, after);
+            }
             Err(ExecuteError::AlreadyRunning(_))
                 if options.multitask != Multitask::Reject && tries < START_TRIES =>
             {

@@ -29,6 +29,12 @@ pub(crate) fn sql_error(what: impl Display, error: sqlx::Error) -> StoreError {
     }
 }
 
+/// Whether a lease's `holder` is held for `process`: the process itself, or one of its runs
+/// (`process/run`).
+pub(crate) fn held_for(holder: &str, process: &str) -> bool {
+    holder.strip_prefix(process).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
 /// A row that cannot be read back: names the table and the session.
 pub(crate) fn corrupt(table: &str, session_id: &str, detail: impl Display) -> StoreError {
     StoreError::Backend(format!("corrupt row in table {table} for session {session_id}: {detail}"))

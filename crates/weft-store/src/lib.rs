@@ -73,7 +73,7 @@ use std::sync::Arc;
 
 pub use memory::MemoryStore;
 pub use postgres::{PostgresOptions, PostgresStore};
-pub use sqlite::{SqliteOptions, SqliteStore, WriteStats, default_path};
+pub use sqlite::{SqliteOptions, SqliteStore, WriteStats, default_path, weft_home};
 pub use weft_core::store::{SessionStore, StoreError};
 
 /// The forms [`connect`] accepts, for error messages and `--help` texts.

@@ -411,6 +411,18 @@ impl SessionStore for MemoryStore {
         ready(Ok(()))
     }
 
+    fn release_process_leases<'a>(&'a self, process: &'a str) -> StoreFuture<'a, u64> {
+        let mut state = self.state();
+        let mut released = 0;
+        for entry in state.sessions.values_mut() {
+            if entry.lease.as_ref().is_some_and(|l| codec::held_for(&l.holder, process)) {
+                entry.lease = None;
+                released += 1;
+            }
+        }
+        ready(Ok(released))
+    }
+
     fn due_sessions<'a>(&'a self, now: TimestampMs, limit: usize) -> StoreFuture<'a, Vec<String>> {
         let clock = Instant::now();
         let state = self.state();

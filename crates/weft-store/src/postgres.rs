@@ -902,6 +902,20 @@ impl SessionStore for PostgresStore {
         })
     }
 
+    fn release_process_leases<'a>(&'a self, process: &'a str) -> StoreFuture<'a, u64> {
+        Box::pin(async move {
+            let released = sqlx::query(
+                "DELETE FROM leases WHERE holder = $1 OR starts_with(holder, $1 || '/')",
+            )
+            .bind(process)
+            .execute(&self.inner.pool)
+            .await
+            .map_err(pg)?
+            .rows_affected();
+            Ok(released)
+        })
+    }
+
     fn due_sessions<'a>(&'a self, now: TimestampMs, limit: usize) -> StoreFuture<'a, Vec<String>> {
         Box::pin(async move {
             let found = sqlx::query(

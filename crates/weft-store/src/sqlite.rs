@@ -61,15 +61,24 @@ const MIGRATIONS: &[(&str, &str)] = &[
 /// Where the default store lives: `$WEFT_HOME/weft.db`, `WEFT_HOME` defaulting to `~/.weft`.
 /// Creates the directory.
 pub fn default_path() -> Result<PathBuf, StoreError> {
-    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"));
-    let dir = weft_home(std::env::var_os("WEFT_HOME"), home)?;
+    let dir = weft_home()?;
     std::fs::create_dir_all(&dir)
         .map_err(|e| backend(format_args!("cannot create {}", dir.display()), e))?;
     Ok(dir.join("weft.db"))
 }
 
+/// Weft's own folder: `$WEFT_HOME` if set and not empty, else `~/.weft` (not created here).
+/// The default store is `weft.db` in it, process identities are kept in its `processes/`.
+pub fn weft_home() -> Result<PathBuf, StoreError> {
+    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"));
+    weft_home_from(std::env::var_os("WEFT_HOME"), home)
+}
+
 /// `WEFT_HOME` if set and not empty, else `HOME/.weft`.
-fn weft_home(weft_home: Option<OsString>, home: Option<OsString>) -> Result<PathBuf, StoreError> {
+fn weft_home_from(
+    weft_home: Option<OsString>,
+    home: Option<OsString>,
+) -> Result<PathBuf, StoreError> {
     match (weft_home.filter(|h| !h.is_empty()), home.filter(|h| !h.is_empty())) {
         (Some(dir), _) => Ok(PathBuf::from(dir)),
         (None, Some(home)) => Ok(PathBuf::from(home).join(".weft")),
@@ -405,6 +414,7 @@ enum Op {
     Acquire { session_id: String, holder: String, ttl_ms: i64 },
     Renew { session_id: String, holder: String, ttl_ms: i64 },
     Release { session_id: String, holder: String },
+    ReleaseProcess { process: String },
 }
 
 /// A write's answer.
@@ -801,6 +811,20 @@ async fn apply(conn: &mut SqliteConnection, op: Op) -> OpResult {
                 .map_err(sql)?;
             Ok((Done::Unit, None))
         }
+        Op::ReleaseProcess { process } => {
+            // `substr` counts characters as `length` does: the holder's first characters are
+            // the process's name and a slash.
+            let released = sqlx::query(
+                "DELETE FROM leases WHERE holder = ?1 \
+                 OR substr(holder, 1, length(?1) + 1) = ?1 || '/'",
+            )
+            .bind(&process)
+            .execute(&mut *conn)
+            .await
+            .map_err(sql)?
+            .rows_affected();
+            Ok((Done::Seq(released), None))
+        }
     }
 }
 
@@ -1156,6 +1180,15 @@ impl SessionStore for SqliteStore {
         }))
     }
 
+    fn release_process_leases<'a>(&'a self, process: &'a str) -> StoreFuture<'a, u64> {
+        Box::pin(async move {
+            match self.write(Op::ReleaseProcess { process: process.to_owned() }).await? {
+                Done::Seq(released) => Ok(released),
+                _ => Err(StoreError::Backend("the SQLite writer answered out of kind".into())),
+            }
+        })
+    }
+
     fn due_sessions<'a>(&'a self, now: TimestampMs, limit: usize) -> StoreFuture<'a, Vec<String>> {
         Box::pin(async move {
             let clock = clock_ms()?;
@@ -1186,12 +1219,12 @@ mod tests {
 
     #[test]
     fn weft_home_defaults() {
-        let home = weft_home(None, Some("/home/u".into())).expect("home");
+        let home = weft_home_from(None, Some("/home/u".into())).expect("home");
         assert_eq!(home, PathBuf::from("/home/u/.weft"));
-        let set = weft_home(Some("/srv/weft".into()), Some("/home/u".into())).expect("set");
+        let set = weft_home_from(Some("/srv/weft".into()), Some("/home/u".into())).expect("set");
         assert_eq!(set, PathBuf::from("/srv/weft"));
-        let empty = weft_home(Some("".into()), Some("/home/u".into())).expect("empty");
+        let empty = weft_home_from(Some("".into()), Some("/home/u".into())).expect("empty");
         assert_eq!(empty, PathBuf::from("/home/u/.weft"));
-        assert!(matches!(weft_home(None, None), Err(StoreError::Backend(_))));
+        assert!(matches!(weft_home_from(None, None), Err(StoreError::Backend(_))));
     }
 }

@@ -998,6 +998,31 @@ async fn leases(f: &Fixture) {
     assert!(!b.acquire_lease(&id, "h4", ttl).await.unwrap());
 }
 
+/// `release_process_leases` frees every lease held for one process (its runs' holders are
+/// `process/run`), from any instance, and no other: not a process whose name merely starts
+/// with the same characters.
+async fn process_leases(f: &Fixture) {
+    let a = Arc::clone(&f.store);
+    let b = f.other().await;
+    let ttl = Duration::from_secs(60);
+    let tag = unique("proc");
+    let holders = ["p1/r1", "p1/r2", "p1", "p10/r1", "p1x", "p2/r1", "p1-r1"];
+    let mut ids = Vec::new();
+    for (k, holder) in holders.iter().enumerate() {
+        let id = format!("{tag}-{k}");
+        create(&*a, &id, None, vec![]).await;
+        assert!(a.acquire_lease(&id, holder, ttl).await.unwrap());
+        ids.push(id);
+    }
+    assert_eq!(b.release_process_leases("p1").await.unwrap(), 3);
+    for (id, holder) in ids.iter().zip(holders) {
+        let freed = matches!(holder, "p1/r1" | "p1/r2" | "p1");
+        assert_eq!(a.acquire_lease(id, "taker", ttl).await.unwrap(), freed, "{holder}");
+    }
+    assert_eq!(a.release_process_leases("p1").await.unwrap(), 0, "nothing left to free");
+    assert_eq!(a.release_process_leases("nobody").await.unwrap(), 0);
+}
+
 /// `due_sessions` finds running sessions without a live lease and suspended ones whose deadline
 /// passed, and nothing else.
 async fn due_sessions(f: &Fixture) {
@@ -1306,6 +1331,7 @@ conformance!(
     owner_isolation,
     wait_events_across_instances,
     leases,
+    process_leases,
     due_sessions,
     delete_removes_everything,
     failures_fail_only_their_caller,

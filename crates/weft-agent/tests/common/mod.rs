@@ -204,6 +204,7 @@ impl SessionStore for Spy {
             release.await
         })
     }
+    fn release_process_leases<'a>(&'a self, process: &'a str) -> StoreFuture<'a, u64> { self.inner.release_process_leases(process) }
     fn due_sessions<'a>(&'a self, now: u64, limit: usize) -> StoreFuture<'a, Vec<String>> {
         first_delayed(&self.dues, self.first_due_delay, self.inner.due_sessions(now, limit))
     }
