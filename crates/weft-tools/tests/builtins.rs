@@ -100,6 +100,37 @@ async fn file_tools_stay_inside_their_root() {
     assert!(!outside.path().join("evil.txt").exists() && !dir.path().join("evil.txt").exists());
 }
 
+/// A hard link inside the root to a file outside it is the outside file under a second name:
+/// neither read nor written (nor truncated) through the root.
+#[tokio::test]
+async fn a_hard_link_to_a_file_outside_the_root_is_neither_read_nor_written() {
+    let base = tempfile::tempdir().unwrap();
+    let (root, outside) = (base.path().join("root"), base.path().join("outside"));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "secret").unwrap();
+    std::fs::hard_link(outside.join("secret.txt"), root.join("linked.txt")).unwrap();
+    std::fs::write(root.join("plain.txt"), "plain").unwrap();
+    let tools = file_tools(&root);
+    let (read, write) = (named(&tools, "read_file"), named(&tools, "write_file"));
+
+    let refused = call(&read, json!({"path": "linked.txt"})).await;
+    assert!(
+        matches!(&refused, Err(ToolError::Denied(m)) if m.contains("hard links")),
+        "{refused:?}"
+    );
+    let refused = call(&write, json!({"path": "linked.txt", "content": "overwritten"})).await;
+    assert!(
+        matches!(&refused, Err(ToolError::Denied(m)) if m.contains("hard links")),
+        "{refused:?}"
+    );
+    assert_eq!(std::fs::read_to_string(outside.join("secret.txt")).unwrap(), "secret");
+    // A file with one name is used as before.
+    assert_eq!(call(&read, json!({"path": "plain.txt"})).await.unwrap(), "plain");
+    call(&write, json!({"path": "plain.txt", "content": "new"})).await.unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("plain.txt")).unwrap(), "new");
+}
+
 fn fetcher(allow_loopback: bool) -> Arc<dyn Tool> {
     named(
         &tools(BuiltinsConfig {
