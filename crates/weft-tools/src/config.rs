@@ -19,7 +19,7 @@
 //! tools = ["calculator", "current_time", "read_file", "list_dir", "write_file", "fetch_url", "shell"]
 //! root = "workspace"               # read_file, list_dir, write_file: confined here (relative to the file)
 //! fetch_max_bytes = 1048576        # fetch_url: the largest body read
-//! fetch_timeout = "20s"            # fetch_url: the whole fetch, redirects included
+//! fetch_timeout = "20s"            # fetch_url: the whole fetch, redirects and HTML-to-text included
 //! fetch_allow_loopback = false     # fetch_url: true lets tests fetch 127.0.0.1 (private ranges stay refused)
 //! shell_cwd = "workspace"          # shell: its working directory (default: root, else the current one)
 //!
@@ -90,7 +90,8 @@ pub struct BuiltinsConfig {
     pub root: Option<PathBuf>,
     /// `fetch_url`: the largest body read, in bytes (default 1 MiB).
     pub fetch_max_bytes: Option<usize>,
-    /// `fetch_url`: how long a fetch may take, redirects included (default 20 s).
+    /// `fetch_url`: how long a fetch may take, redirects and the HTML-to-text conversion
+    /// included (default 20 s).
     #[serde(default, deserialize_with = "duration")]
     pub fetch_timeout: Option<Duration>,
     /// `fetch_url`: allow loopback addresses (for tests against a local server; private,

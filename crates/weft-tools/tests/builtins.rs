@@ -198,6 +198,89 @@ async fn fetch_url_refuses_this_machine_and_private_networks() {
     );
 }
 
+/// `GET PATH` on `addr`: its status line, or why there is none within a generous bound.
+fn get(addr: std::net::SocketAddr, path: &str) -> Result<String, String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).map_err(|e| e.to_string())?;
+    stream.set_read_timeout(Some(Duration::from_secs(20))).map_err(|e| e.to_string())?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .map_err(|e| e.to_string())?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).map_err(|e| format!("{path} did not answer: {e}"))?;
+    Ok(response.lines().next().unwrap_or_default().to_string())
+}
+
+/// A page of 100,000 nested `<div>`s (the HTML parser's worst case: minutes of work) on a
+/// runtime of one worker: the call ends (cut or timed out) and, all the while, the same runtime
+/// answers HTTP requests: the conversion is not on the async worker.
+#[test]
+fn a_deep_html_page_ends_within_the_timeout_and_the_runtime_keeps_answering() {
+    use axum::response::Html;
+    use axum::routing::get as route;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let (served_tx, served) = std::sync::mpsc::channel::<()>();
+    let router = axum::Router::new()
+        .route(
+            "/deep",
+            route(move || {
+                let _ = served_tx.send(());
+                async { Html(format!("<p>before</p>{}deep", "<div>".repeat(100_000))) }
+            }),
+        )
+        .route("/ping", route(|| async { "pong" }));
+    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let addr = listener.local_addr().unwrap();
+    runtime.spawn(async move { axum::serve(listener, router).await });
+    let tool = named(
+        &tools(BuiltinsConfig {
+            tools: vec!["fetch_url".into()],
+            fetch_allow_loopback: true,
+            fetch_timeout: Some(Duration::from_secs(5)),
+            ..Default::default()
+        }),
+        "fetch_url",
+    );
+    let (done_tx, done) = std::sync::mpsc::channel();
+    runtime.spawn(async move {
+        let result = call(&tool, json!({"url": format!("http://{addr}/deep")})).await;
+        let _ = done_tx.send(result);
+    });
+
+    // Nothing here panics before the runtime is let go: a runtime whose worker is stuck would
+    // make the test hang in its drop instead of failing.
+    let watch = || -> Result<(Result<String, ToolError>, usize), String> {
+        served.recv_timeout(Duration::from_secs(30)).map_err(|_| "the page was not requested")?;
+        let mut pings = 0;
+        loop {
+            if let Ok(result) = done.try_recv() {
+                return Ok((result, pings));
+            }
+            if pings == 1000 {
+                return Err("the call did not end (its timeout is 5 s)".into());
+            }
+            let status = get(addr, "/ping")?;
+            if status != "HTTP/1.1 200 OK" {
+                return Err(format!("/ping: {status}"));
+            }
+            pings += 1;
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let outcome = watch();
+    runtime.shutdown_background();
+    let (result, pings) = outcome.unwrap_or_else(|e| panic!("{e}"));
+    assert!(pings >= 1, "no request was made during the call");
+    match &result {
+        Ok(text) => assert!(
+            text.starts_with("before") && text.contains("too complex to read past byte"),
+            "{text}"
+        ),
+        Err(ToolError::Failed(m)) => assert!(m.contains("took longer than 5s"), "{m}"),
+        Err(other) => panic!("{other:?}"),
+    }
+}
+
 fn shell(dir: &std::path::Path) -> Arc<dyn Tool> {
     named(
         &tools(BuiltinsConfig {
