@@ -352,6 +352,65 @@ async fn shell_needs_approval_streams_and_dies_with_its_group() {
     assert!(gone, "the background sleep {pid} outlived the cancelled call");
 }
 
+/// Whether process `pid` is gone (or a zombie, about to be).
+async fn gone(pid: i32) -> bool {
+    for _ in 0..250 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
+        if stat.is_err() || stat.is_ok_and(|s| s.contains(") Z ")) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+/// The command's environment is PATH, HOME, LANG and what `shell_env` names: nothing else of
+/// this process (cargo gives test processes `CARGO_MANIFEST_DIR`).
+#[tokio::test]
+async fn shell_commands_get_a_cleared_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let inherited = "CARGO_MANIFEST_DIR";
+    let value = std::env::var(inherited).expect("cargo sets CARGO_MANIFEST_DIR for tests");
+    let sh = shell(dir.path());
+    let env = call(&sh, json!({"command": "env"})).await.unwrap();
+    assert!(!env.contains(inherited) && !env.contains(&value), "{env}");
+    if let Ok(path) = std::env::var("PATH") {
+        assert!(env.contains(&format!("PATH={path}")), "{env}");
+    }
+    let listed = named(
+        &tools(BuiltinsConfig {
+            tools: vec!["shell".into()],
+            shell_cwd: Some(dir.path().into()),
+            shell_env: vec![inherited.into()],
+            ..Default::default()
+        }),
+        "shell",
+    );
+    let env = call(&listed, json!({"command": "env"})).await.unwrap();
+    assert!(env.contains(&format!("{inherited}={value}")), "{env}");
+}
+
+/// `cmd &` holds the output pipes open: the call still ends when `sh` exits, with its output,
+/// and the background job does not live on.
+#[tokio::test]
+async fn a_background_job_neither_holds_the_call_nor_outlives_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let sh = shell(dir.path());
+    let call = call(&sh, json!({"command": "echo before; sleep 777 & echo pid=$!; echo after"}));
+    // The tool's own timeout is 120 s: a call that waits for the job ends far later than this.
+    let out = tokio::time::timeout(Duration::from_secs(60), call)
+        .await
+        .expect("the call waited for the background job")
+        .unwrap();
+    assert!(out.contains("before") && out.contains("after"), "{out}");
+    let pid: i32 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("pid="))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {out}"));
+    assert!(gone(pid).await, "the background sleep {pid} outlived the call");
+}
+
 #[tokio::test]
 async fn the_calculator_parses_and_never_runs_code() {
     let calc = named(
