@@ -147,6 +147,25 @@ fn shell_on_a_keyed_server_gets_a_clean_environment_and_leaves_nothing_behind() 
     assert!(response.contains(r#""status":"completed""#), "{response}");
 }
 
+/// A call that times out ends what it started too, though it left the session with `setsid`:
+/// the reaper kills everything below it when the call gives up.
+#[test]
+fn a_timed_out_shell_call_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = "[builtins]\ntools = [\"shell\"]\n\n[tools.shell]\napproval = \"never\"\n\
+                  timeout = \"2s\"\n";
+    let command = "setsid sh -c 'echo sid=$$; exec sleep 779' & sleep 100";
+    let turns = json!([
+        {"toolCalls": [{"id": "call_1", "name": "shell", "arguments": {"command": command}}]},
+        {"text": "It timed out."}
+    ]);
+    let serve = start(weft_serve(dir.path(), config, turns, false));
+    let response = execute(&serve.addr, None).unwrap();
+    assert!(response.contains(r#""status":"completed""#), "{response}");
+    let sid = pid_after(&response, "sid");
+    assert!(gone(sid), "the setsid job {sid} outlived the timed-out call");
+}
+
 /// Without `shell_allow_with_api_keys`, a server with API keys and `shell` does not start, and
 /// says how to allow it.
 #[test]
