@@ -370,6 +370,8 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
+    // `weft --weft-shell-reaper COMMAND`: the process a `shell` call runs under (never returns).
+    weft_tools::builtin::shell::reaper::run_if_asked();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => return clap_failure(&error),

@@ -66,6 +66,10 @@ pub(crate) fn command(args: ServeArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::usage(&anyhow!("{e}")))?;
     let config =
         ServeConfig::load(file.as_deref(), &env).map_err(|e| Failure::usage(&anyhow!("{e}")))?;
+    config
+        .tools
+        .check_served(!config.api_keys.is_empty())
+        .map_err(|e| Failure::usage(&anyhow!("{e}")))?;
     let plan = plan(&args, &config).map_err(|e| Failure::usage(&e))?;
     let runtime = crate::runtime()?;
     runtime.block_on(async move {

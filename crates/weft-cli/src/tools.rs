@@ -39,6 +39,10 @@ pub(crate) async fn with_tools(
     builder: AgentBuilder,
     config: &ToolsConfig,
 ) -> anyhow::Result<AgentBuilder> {
+    let mut config = config.clone();
+    // `shell` runs each command below this very program as its reaper (see `main`).
+    config.builtins.shell_reaper = std::env::current_exe().ok();
+    let config = &config;
     let configured = weft_tools::configured(config).await.map_err(|e| anyhow!("{e}"))?;
     let builder = configured.apply(builder);
     Ok(register(builder, !configured.provides("current_time"), config))

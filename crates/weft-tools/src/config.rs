@@ -19,9 +19,11 @@
 //! tools = ["calculator", "current_time", "read_file", "list_dir", "write_file", "fetch_url", "shell"]
 //! root = "workspace"               # read_file, list_dir, write_file: confined here (relative to the file)
 //! fetch_max_bytes = 1048576        # fetch_url: the largest body read
-//! fetch_timeout = "20s"            # fetch_url: the whole fetch, redirects included
+//! fetch_timeout = "20s"            # fetch_url: the whole fetch, redirects and HTML-to-text included
 //! fetch_allow_loopback = false     # fetch_url: true lets tests fetch 127.0.0.1 (private ranges stay refused)
 //! shell_cwd = "workspace"          # shell: its working directory (default: root, else the current one)
+//! shell_env = ["CARGO_HOME"]       # shell: variables passed on besides PATH, HOME, LANG (all else is cleared)
+//! shell_allow_with_api_keys = false  # shell: offer it on a server with API keys (refused at start-up otherwise)
 //!
 //! [tools.shell]                    # policy for one tool (built-in or MCP: [tools.files__read])
 //! enabled = true
@@ -90,7 +92,8 @@ pub struct BuiltinsConfig {
     pub root: Option<PathBuf>,
     /// `fetch_url`: the largest body read, in bytes (default 1 MiB).
     pub fetch_max_bytes: Option<usize>,
-    /// `fetch_url`: how long a fetch may take, redirects included (default 20 s).
+    /// `fetch_url`: how long a fetch may take, redirects and the HTML-to-text conversion
+    /// included (default 20 s).
     #[serde(default, deserialize_with = "duration")]
     pub fetch_timeout: Option<Duration>,
     /// `fetch_url`: allow loopback addresses (for tests against a local server; private,
@@ -99,6 +102,19 @@ pub struct BuiltinsConfig {
     pub fetch_allow_loopback: bool,
     /// `shell`: its working directory (default: `root`, else the current directory).
     pub shell_cwd: Option<PathBuf>,
+    /// `shell`: the variables of this process a command gets besides `PATH`, `HOME` and
+    /// `LANG`; every other variable is cleared (the server's and providers' keys among them).
+    #[serde(default)]
+    pub shell_env: Vec<String>,
+    /// `shell`: offer it on a server with API keys. There the person approving a call is the
+    /// client asking for it, so `weft serve` refuses to start with `shell` unless this is set.
+    #[serde(default)]
+    pub shell_allow_with_api_keys: bool,
+    /// `shell`: the program that runs each command below a reaper process (see
+    /// `builtin::shell::reaper`). Not read from the file: the program that offers `shell` names
+    /// itself (`weft` does); `None` runs `sh` in a process group of its own.
+    #[serde(skip)]
+    pub shell_reaper: Option<PathBuf>,
 }
 
 /// Whether a tool's calls need approval.
@@ -206,6 +222,21 @@ impl ToolsConfig {
                     "builtins.root: {name} needs a root directory to confine it to"
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// Checks what serving with API keys adds: `shell` only with
+    /// `builtins.shell_allow_with_api_keys = true`, since the client asking for a command is
+    /// then the one approving it. `api_keys`: whether the server has any.
+    pub fn check_served(&self, api_keys: bool) -> Result<(), String> {
+        let shell = self.builtins.tools.iter().any(|t| t == "shell")
+            && self.tools.get("shell").is_none_or(|p| p.enabled != Some(false));
+        if api_keys && shell && !self.builtins.shell_allow_with_api_keys {
+            return Err("builtins.tools: shell is refused on a server with API keys: its clients \
+                        would approve their own commands, run as this server's user; set \
+                        builtins.shell_allow_with_api_keys = true to offer it anyway"
+                .into());
         }
         Ok(())
     }

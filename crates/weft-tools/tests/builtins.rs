@@ -100,6 +100,37 @@ async fn file_tools_stay_inside_their_root() {
     assert!(!outside.path().join("evil.txt").exists() && !dir.path().join("evil.txt").exists());
 }
 
+/// A hard link inside the root to a file outside it is the outside file under a second name:
+/// neither read nor written (nor truncated) through the root.
+#[tokio::test]
+async fn a_hard_link_to_a_file_outside_the_root_is_neither_read_nor_written() {
+    let base = tempfile::tempdir().unwrap();
+    let (root, outside) = (base.path().join("root"), base.path().join("outside"));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "secret").unwrap();
+    std::fs::hard_link(outside.join("secret.txt"), root.join("linked.txt")).unwrap();
+    std::fs::write(root.join("plain.txt"), "plain").unwrap();
+    let tools = file_tools(&root);
+    let (read, write) = (named(&tools, "read_file"), named(&tools, "write_file"));
+
+    let refused = call(&read, json!({"path": "linked.txt"})).await;
+    assert!(
+        matches!(&refused, Err(ToolError::Denied(m)) if m.contains("hard links")),
+        "{refused:?}"
+    );
+    let refused = call(&write, json!({"path": "linked.txt", "content": "overwritten"})).await;
+    assert!(
+        matches!(&refused, Err(ToolError::Denied(m)) if m.contains("hard links")),
+        "{refused:?}"
+    );
+    assert_eq!(std::fs::read_to_string(outside.join("secret.txt")).unwrap(), "secret");
+    // A file with one name is used as before.
+    assert_eq!(call(&read, json!({"path": "plain.txt"})).await.unwrap(), "plain");
+    call(&write, json!({"path": "plain.txt", "content": "new"})).await.unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("plain.txt")).unwrap(), "new");
+}
+
 fn fetcher(allow_loopback: bool) -> Arc<dyn Tool> {
     named(
         &tools(BuiltinsConfig {
@@ -165,6 +196,89 @@ async fn fetch_url_refuses_this_machine_and_private_networks() {
         "{}",
         big.len()
     );
+}
+
+/// `GET PATH` on `addr`: its status line, or why there is none within a generous bound.
+fn get(addr: std::net::SocketAddr, path: &str) -> Result<String, String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).map_err(|e| e.to_string())?;
+    stream.set_read_timeout(Some(Duration::from_secs(20))).map_err(|e| e.to_string())?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .map_err(|e| e.to_string())?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).map_err(|e| format!("{path} did not answer: {e}"))?;
+    Ok(response.lines().next().unwrap_or_default().to_string())
+}
+
+/// A page of 100,000 nested `<div>`s (the HTML parser's worst case: minutes of work) on a
+/// runtime of one worker: the call ends (cut or timed out) and, all the while, the same runtime
+/// answers HTTP requests: the conversion is not on the async worker.
+#[test]
+fn a_deep_html_page_ends_within_the_timeout_and_the_runtime_keeps_answering() {
+    use axum::response::Html;
+    use axum::routing::get as route;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let (served_tx, served) = std::sync::mpsc::channel::<()>();
+    let router = axum::Router::new()
+        .route(
+            "/deep",
+            route(move || {
+                let _ = served_tx.send(());
+                async { Html(format!("<p>before</p>{}deep", "<div>".repeat(100_000))) }
+            }),
+        )
+        .route("/ping", route(|| async { "pong" }));
+    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let addr = listener.local_addr().unwrap();
+    runtime.spawn(async move { axum::serve(listener, router).await });
+    let tool = named(
+        &tools(BuiltinsConfig {
+            tools: vec!["fetch_url".into()],
+            fetch_allow_loopback: true,
+            fetch_timeout: Some(Duration::from_secs(5)),
+            ..Default::default()
+        }),
+        "fetch_url",
+    );
+    let (done_tx, done) = std::sync::mpsc::channel();
+    runtime.spawn(async move {
+        let result = call(&tool, json!({"url": format!("http://{addr}/deep")})).await;
+        let _ = done_tx.send(result);
+    });
+
+    // Nothing here panics before the runtime is let go: a runtime whose worker is stuck would
+    // make the test hang in its drop instead of failing.
+    let watch = || -> Result<(Result<String, ToolError>, usize), String> {
+        served.recv_timeout(Duration::from_secs(30)).map_err(|_| "the page was not requested")?;
+        let mut pings = 0;
+        loop {
+            if let Ok(result) = done.try_recv() {
+                return Ok((result, pings));
+            }
+            if pings == 1000 {
+                return Err("the call did not end (its timeout is 5 s)".into());
+            }
+            let status = get(addr, "/ping")?;
+            if status != "HTTP/1.1 200 OK" {
+                return Err(format!("/ping: {status}"));
+            }
+            pings += 1;
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let outcome = watch();
+    runtime.shutdown_background();
+    let (result, pings) = outcome.unwrap_or_else(|e| panic!("{e}"));
+    assert!(pings >= 1, "no request was made during the call");
+    match &result {
+        Ok(text) => assert!(
+            text.starts_with("before") && text.contains("too complex to read past byte"),
+            "{text}"
+        ),
+        Err(ToolError::Failed(m)) => assert!(m.contains("took longer than 5s"), "{m}"),
+        Err(other) => panic!("{other:?}"),
+    }
 }
 
 fn shell(dir: &std::path::Path) -> Arc<dyn Tool> {
@@ -236,6 +350,65 @@ async fn shell_needs_approval_streams_and_dies_with_its_group() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(gone, "the background sleep {pid} outlived the cancelled call");
+}
+
+/// Whether process `pid` is gone (or a zombie, about to be).
+async fn gone(pid: i32) -> bool {
+    for _ in 0..250 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
+        if stat.is_err() || stat.is_ok_and(|s| s.contains(") Z ")) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+/// The command's environment is PATH, HOME, LANG and what `shell_env` names: nothing else of
+/// this process (cargo gives test processes `CARGO_MANIFEST_DIR`).
+#[tokio::test]
+async fn shell_commands_get_a_cleared_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let inherited = "CARGO_MANIFEST_DIR";
+    let value = std::env::var(inherited).expect("cargo sets CARGO_MANIFEST_DIR for tests");
+    let sh = shell(dir.path());
+    let env = call(&sh, json!({"command": "env"})).await.unwrap();
+    assert!(!env.contains(inherited) && !env.contains(&value), "{env}");
+    if let Ok(path) = std::env::var("PATH") {
+        assert!(env.contains(&format!("PATH={path}")), "{env}");
+    }
+    let listed = named(
+        &tools(BuiltinsConfig {
+            tools: vec!["shell".into()],
+            shell_cwd: Some(dir.path().into()),
+            shell_env: vec![inherited.into()],
+            ..Default::default()
+        }),
+        "shell",
+    );
+    let env = call(&listed, json!({"command": "env"})).await.unwrap();
+    assert!(env.contains(&format!("{inherited}={value}")), "{env}");
+}
+
+/// `cmd &` holds the output pipes open: the call still ends when `sh` exits, with its output,
+/// and the background job does not live on.
+#[tokio::test]
+async fn a_background_job_neither_holds_the_call_nor_outlives_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let sh = shell(dir.path());
+    let call = call(&sh, json!({"command": "echo before; sleep 777 & echo pid=$!; echo after"}));
+    // The tool's own timeout is 120 s: a call that waits for the job ends far later than this.
+    let out = tokio::time::timeout(Duration::from_secs(60), call)
+        .await
+        .expect("the call waited for the background job")
+        .unwrap();
+    assert!(out.contains("before") && out.contains("after"), "{out}");
+    let pid: i32 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("pid="))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {out}"));
+    assert!(gone(pid).await, "the background sleep {pid} outlived the call");
 }
 
 #[tokio::test]

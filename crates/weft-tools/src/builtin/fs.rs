@@ -6,6 +6,14 @@
 //! read or written (devices, FIFOs and sockets are refused), and `write_file` never writes
 //! through a symlink.
 //!
+//! **Hard links.** A regular file with more than one link is refused, for reading and for
+//! writing alike. A hard link is a second name for the same file, and nothing about the name
+//! inside the root tells whether the other name lies outside it: a link `root/notes.txt` to
+//! `/home/me/.ssh/id_ed25519` (or to a file of another project) would otherwise be read, and
+//! overwritten, through the root. So a file is used only while the root holds its one name; a
+//! file created by `write_file` has one link. (Trees built with hard links, such as some package
+//! stores, are therefore not readable through these tools: copy the files instead.)
+//!
 //! The check and the use are one: a file is opened without following a final symlink and
 //! without blocking (a FIFO swapped in cannot hang the call), then the opened file itself is
 //! checked (its type and size with `fstat`, and on Linux the path the kernel gives for the open
@@ -14,7 +22,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use weft_agent::ToolError;
@@ -213,6 +221,14 @@ fn open_confined(root: &Path, real: &Path, path: &str, access: Access) -> Result
     let meta = file.metadata().map_err(|e| ToolError::failed(format!("{path}: {e}")))?;
     if !meta.is_file() {
         return Err(ToolError::denied(format!("{path:?} is not a regular file")));
+    }
+    if meta.nlink() > 1 {
+        // Checked on the opened file, before anything is read or truncated.
+        return Err(ToolError::denied(format!(
+            "{path:?} has {} hard links; the file tools only use a file whose one name is \
+             inside the root (another name may lie outside it)",
+            meta.nlink()
+        )));
     }
     #[cfg(target_os = "linux")]
     {

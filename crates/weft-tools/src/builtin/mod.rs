@@ -1,6 +1,7 @@
 //! The built-in tools, each opt-in (`[builtins] tools = [...]`): `read_file`, `list_dir`,
 //! `write_file` (confined to a root), `fetch_url` (public addresses only), `shell` (approval
-//! required by default; process group killed on abort), `current_time`, `calculator`.
+//! required by default; a cleared environment; nothing it starts outlives the call),
+//! `current_time`, `calculator`.
 
 pub mod calc;
 pub mod fetch;
@@ -146,15 +147,19 @@ pub fn tools(config: &BuiltinsConfig) -> Result<Vec<Arc<dyn Tool>>, String> {
                     .clone()
                     .or_else(|| config.root.clone())
                     .unwrap_or_else(|| PathBuf::from("."));
-                let cwd = Arc::new(cwd);
+                let setup = Arc::new(shell::ShellSetup::new(
+                    cwd,
+                    &config.shell_env,
+                    config.shell_reaper.clone(),
+                ));
                 out.push(Arc::new(
                     streaming_tool_fn(
                         "shell",
                         "Runs a shell command (sh -c) and returns its output (stdout and stderr).",
                         move |a: ShellArgs, sink: ToolOutputSink| {
-                            let cwd = Arc::clone(&cwd);
+                            let setup = Arc::clone(&setup);
                             async move {
-                                shell::run(&a.command, &cwd, &sink, SHELL_MAX_OUTPUT + 1).await
+                                shell::run(&a.command, &setup, &sink, SHELL_MAX_OUTPUT + 1).await
                             }
                         },
                     )

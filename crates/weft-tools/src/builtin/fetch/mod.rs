@@ -1,16 +1,26 @@
-//! `fetch_url`: an HTTP(S) GET that cannot be pointed at this machine or its network.
+//! `fetch_url`: an HTTP(S) GET that cannot be pointed at this machine or its network, nor stall
+//! the server.
 //!
 //! The URL is parsed by the WHATWG rules (so `http://2130706433/`, `http://0x7f.1/` and
 //! `http://0177.0.0.1/` are all read as 127.0.0.1); its host is resolved, and every address
-//! must be public: loopback (unless allowed for tests), private, link-local (cloud metadata at
-//! 169.254.169.254 among them), CGNAT, unspecified, multicast, broadcast, reserved and unique
-//! local addresses are refused, IPv4-mapped and NAT64 IPv6 by their IPv4 address. The request
-//! then connects to exactly the addresses checked (no second DNS lookup to rebind), redirects
-//! are followed by hand (at most 5), each checked the same way, and the body is read up to a
-//! size limit within a time limit. HTML is turned into text by a real parser (html2text, on
-//! html5ever).
+//! must be an ordinary global one: every block of IANA's special-purpose registries is refused,
+//! and multicast, and IPv6 outside `2000::/3`; IPv4-mapped, NAT64 and 6to4 addresses are judged
+//! by the IPv4 address they carry ([`addresses`]). Loopback passes only when the operator allows
+//! it, for tests. The request then connects to exactly the addresses checked (no second DNS
+//! lookup to rebind), redirects are followed by hand (at most 5), each checked the same way, and
+//! the body is read up to a size limit, all within the call's time limit.
+//!
+//! HTML is turned into text by a real parser (html5ever, rendered by html2text) on a blocking
+//! thread, never on the async workers, within the same time limit; the parser's work and the
+//! tree's depth are capped ([`html`]), and when the call ends first (its timeout, an abort, a
+//! shutdown) the conversion is told to stop and the call does not wait for it.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+pub mod addresses;
+pub mod html;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use reqwest::Url;
@@ -36,66 +46,7 @@ impl Default for FetchPolicy {
     }
 }
 
-/// Why `ip` may not be fetched, or `None` when it may.
-pub fn refused(ip: IpAddr, allow_loopback: bool) -> Option<&'static str> {
-    match ip {
-        IpAddr::V4(v4) => refused_v4(v4, allow_loopback),
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return refused_v4(v4, allow_loopback);
-            }
-            let s = v6.segments();
-            if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
-                // NAT64: the IPv4 address in the last 32 bits.
-                let v4 =
-                    Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
-                return refused_v4(v4, allow_loopback);
-            }
-            if v6.is_loopback() {
-                return (!allow_loopback).then_some("a loopback address");
-            }
-            if v6.is_unspecified() {
-                Some("the unspecified address")
-            } else if v6.is_multicast() {
-                Some("a multicast address")
-            } else if (s[0] & 0xffc0) == 0xfe80 {
-                Some("a link-local address")
-            } else if (s[0] & 0xfe00) == 0xfc00 {
-                Some("a unique local (private) address")
-            } else if s[0] == 0 && s[1] == 0 && s[2] == 0 && s[3] == 0 && s[4] == 0 && s[5] == 0 {
-                Some("an IPv4-compatible address")
-            } else {
-                None
-            }
-        }
-    }
-}
-
-fn refused_v4(ip: Ipv4Addr, allow_loopback: bool) -> Option<&'static str> {
-    let o = ip.octets();
-    if ip.is_loopback() {
-        return (!allow_loopback).then_some("a loopback address");
-    }
-    if ip == Ipv4Addr::new(169, 254, 169, 254) {
-        Some("the cloud metadata address")
-    } else if ip.is_private() {
-        Some("a private address")
-    } else if ip.is_link_local() {
-        Some("a link-local address")
-    } else if o[0] == 100 && (o[1] & 0xc0) == 64 {
-        Some("a carrier-grade NAT address")
-    } else if o[0] == 0 {
-        Some("an unspecified address")
-    } else if ip.is_multicast() {
-        Some("a multicast address")
-    } else if ip.is_broadcast() || o[0] >= 240 {
-        Some("a reserved address")
-    } else if o[0] == 192 && o[1] == 0 && o[2] == 0 {
-        Some("an IETF protocol address")
-    } else {
-        None
-    }
-}
+pub use addresses::refused;
 
 /// The addresses `url` may be fetched at, every one checked; `Err` says why not.
 async fn check(url: &Url, policy: &FetchPolicy) -> Result<Vec<SocketAddr>, ToolError> {
@@ -206,8 +157,7 @@ async fn read_body(
         return Err(ToolError::failed(format!("the response is {content_type}, not text")));
     }
     let mut text = if is_html {
-        html2text::from_read(body.as_slice(), 100)
-            .map_err(|e| ToolError::failed(format!("unreadable HTML: {e}")))?
+        html_to_text(body).await?
     } else {
         String::from_utf8_lossy(&body).into_owned()
     };
@@ -220,10 +170,29 @@ async fn read_body(
     Ok(text)
 }
 
+/// [`html::to_text`] on a blocking thread; when this future is dropped (the call's timeout, an
+/// abort) the conversion is told to stop, and nothing waits for it.
+async fn html_to_text(body: Vec<u8>) -> Result<String, ToolError> {
+    /// Sets the flag when dropped: the caller stopped waiting.
+    struct StopOnDrop(Arc<AtomicBool>);
+    impl Drop for StopOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let stop = StopOnDrop(Arc::new(AtomicBool::new(false)));
+    let flag = Arc::clone(&stop.0);
+    let text = tokio::task::spawn_blocking(move || html::to_text(&body, &flag))
+        .await
+        .map_err(|e| ToolError::failed(format!("the HTML conversion failed: {e}")))?;
+    drop(stop);
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::Ipv6Addr;
+    use std::net::{Ipv4Addr, Ipv6Addr};
 
     #[test]
     fn private_and_special_addresses_are_refused() {
