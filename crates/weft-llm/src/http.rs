@@ -276,10 +276,8 @@ where
                         }
                     },
                 };
-                if let Err(e) = pushed {
-                    yield ProviderEvent::Error { reason: StopReason::Error, message: e.to_string() };
-                    return;
-                }
+                // The events completed before a line that is not UTF-8 are decoded first: what
+                // the partial message keeps must not depend on how the body was cut.
                 for event in events.drain(..) {
                     let result = decoder.event(&event, &mut out);
                     if let Err(failure) = &result
@@ -316,6 +314,10 @@ where
                         yield ProviderEvent::Error { reason: StopReason::Error, message };
                         return;
                     }
+                }
+                if let Err(e) = pushed {
+                    yield ProviderEvent::Error { reason: StopReason::Error, message: e.to_string() };
+                    return;
                 }
             }
             parser.finish();

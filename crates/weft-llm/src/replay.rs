@@ -21,7 +21,9 @@
 //!    both sides) go through [`normalize_tool_call_id`], which leaves valid ids unchanged, so a
 //!    history relayed by a proxy or a compatible server cannot carry an id the target refuses.
 //!    The one exception is the Responses API's own `call_id|item_id` pairs, kept whole for it:
-//!    the item id must come back exactly.
+//!    the item id must come back exactly. Gemini takes any id, so its own come back to it
+//!    unchanged (its adapter sends back only those: see
+//!    [`providers::gemini`](crate::providers::gemini)).
 //!
 //! An assistant message left with no content (it only held blank thinking) is dropped.
 

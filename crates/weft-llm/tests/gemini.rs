@@ -299,6 +299,132 @@ async fn two_parallel_calls_in_separate_chunks_split_anywhere() {
     }
 }
 
+/// Plays two turns over one server: `fixture` answers "Weather in Paris and London?" with two
+/// calls, each call gets a result (the second a failure), and `gemini/text.sse` answers the
+/// second request. The first turn's message and the second request's `contents`.
+async fn two_turns_with_calls(fixture_path: &str) -> (AssistantMessage, Value) {
+    let server = MockServer::start(vec![
+        MockResponse::sse(&fixture(fixture_path)),
+        MockResponse::sse(&fixture("gemini/text.sse")),
+    ])
+    .await;
+    let provider = gemini(&server);
+    let question = ask("Weather in Paris and London?");
+    let (_, terminal) =
+        collect_stream(provider.stream(question.clone(), CancellationToken::new())).await;
+    let calls = done(terminal);
+    assert_eq!(calls.stop_reason, StopReason::ToolUse);
+    let ids: Vec<String> = calls.tool_calls().map(|c| c.id.clone()).collect();
+    let mut next = question;
+    next.messages = [
+        UserMessage::text("Weather in Paris and London?").into(),
+        Message::Assistant(calls.clone()),
+        ToolResultMessage::new(&ids[0], "get_weather", "18C, sunny", false).into(),
+        ToolResultMessage::new(&ids[1], "get_weather", "weather service down", true).into(),
+    ]
+    .into_iter()
+    .collect();
+    let (_, terminal) = collect_stream(provider.stream(next, CancellationToken::new())).await;
+    done(terminal);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    (calls, requests[1].json()["contents"].clone())
+}
+
+#[tokio::test]
+async fn ids_gemini_gave_its_calls_go_back_on_the_calls_and_their_results() {
+    let (calls, contents) = two_turns_with_calls("gemini/parallel_calls_with_ids.sse").await;
+    assert_eq!(
+        calls.content,
+        weather_calls(
+            "k2x9qv7m",
+            call("p0r4tz1c", "get_weather", json!({"city": "London", "units": "celsius"}))
+        )
+    );
+    assert_eq!(
+        contents,
+        json!([
+            {"role": "user", "parts": [{"text": "Weather in Paris and London?"}]},
+            {"role": "model", "parts": [
+                {"functionCall": {"id": "k2x9qv7m", "name": "get_weather", "args": {"city": "Paris"}},
+                 "thoughtSignature": "CsigFC1paris=="},
+                {"functionCall": {"id": "p0r4tz1c", "name": "get_weather",
+                                  "args": {"city": "London", "units": "celsius"}}}
+            ]},
+            {"role": "user", "parts": [
+                {"functionResponse": {"id": "k2x9qv7m", "name": "get_weather",
+                                      "response": {"output": "18C, sunny"}}},
+                {"functionResponse": {"id": "p0r4tz1c", "name": "get_weather",
+                                      "response": {"error": "weather service down"}}}
+            ]}
+        ])
+    );
+}
+
+#[tokio::test]
+async fn ids_weft_made_for_calls_without_one_are_not_sent() {
+    let (calls, contents) = two_turns_with_calls("gemini/parallel_calls_one_chunk.sse").await;
+    let ids: Vec<&str> = calls.tool_calls().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["call_rsp3Fc_0", "call_rsp3Fc_1"]);
+    assert_eq!(
+        contents,
+        json!([
+            {"role": "user", "parts": [{"text": "Weather in Paris and London?"}]},
+            {"role": "model", "parts": [
+                {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}},
+                 "thoughtSignature": "CsigFC1paris=="},
+                {"functionCall": {"name": "get_weather",
+                                  "args": {"city": "London", "units": "celsius"}}}
+            ]},
+            {"role": "user", "parts": [
+                {"functionResponse": {"name": "get_weather", "response": {"output": "18C, sunny"}}},
+                {"functionResponse": {"name": "get_weather",
+                                      "response": {"error": "weather service down"}}}
+            ]}
+        ])
+    );
+}
+
+#[test]
+fn only_ids_gemini_made_are_sent_back() {
+    // A Gemini id survives a replay to Gemini; ids of another provider's calls, and ids shaped
+    // like the ones Weft makes, are not sent, and neither are their results'.
+    let mut gemini_turn = AssistantMessage::empty("gemini", "gemini-2.5-pro");
+    gemini_turn.stop_reason = StopReason::ToolUse;
+    gemini_turn.content = vec![
+        call("k2x9qv7m", "f", json!({})),
+        call("call_7", "f", json!({})),
+        call("call_r_1_2", "f", json!({})),
+        call("call_abc", "f", json!({})),
+    ];
+    let mut other = AssistantMessage::empty("anthropic", "claude-sonnet-4-20250514");
+    other.stop_reason = StopReason::ToolUse;
+    other.content = vec![call("toolu_01", "f", json!({}))];
+    let mut messages: Vec<Message> = vec![UserMessage::text("go").into(), other.into()];
+    messages.push(ToolResultMessage::new("toolu_01", "f", "a", false).into());
+    messages.push(gemini_turn.into());
+    for id in ["k2x9qv7m", "call_7", "call_r_1_2", "call_abc"] {
+        messages.push(ToolResultMessage::new(id, "f", "ok", false).into());
+    }
+    let mut request = ask("…");
+    request.messages = weft_llm::replay::prepare(&messages, "gemini", MODEL).into();
+    let body =
+        Gemini::new(settings("http://127.0.0.1:1".into()), test_client()).request_body(&request);
+    let sent = |turn: usize, key: &str| -> Vec<Option<String>> {
+        body["contents"][turn]["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[key]["id"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert_eq!(sent(1, "functionCall"), [None]);
+    assert_eq!(sent(2, "functionResponse"), [None]);
+    let echoed = [Some("k2x9qv7m".to_string()), None, None, Some("call_abc".to_string())];
+    assert_eq!(sent(3, "functionCall"), echoed);
+    assert_eq!(sent(4, "functionResponse"), echoed);
+}
+
 #[tokio::test]
 async fn usage_with_cached_and_thought_tokens() {
     let mut request = ask("Summarise the contract.");

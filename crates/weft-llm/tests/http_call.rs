@@ -539,3 +539,24 @@ async fn the_sum_of_the_waits_stays_within_max_total_delay() {
         "{elapsed:?}"
     );
 }
+
+/// Found by fuzzing (`fuzz/regressions/*/non-utf8-line-*`): the events completed before a line
+/// that is not UTF-8 were dropped when they arrived in the same chunk as that line, so the
+/// partial message depended on how the network cut the body.
+#[tokio::test]
+async fn events_before_a_line_that_is_not_utf8_are_kept_however_the_body_is_cut() {
+    let mut body = b"data: one\n\ndata: two\n\ndata: \xff\xfe\n\n".to_vec();
+    body.extend_from_slice(b"data: [DONE]\n\n");
+    for parts in [vec![Part::Bytes(body.clone())], common::split_parts(&body, 1)] {
+        let server = MockServer::start(vec![MockResponse {
+            parts,
+            ..MockResponse::ok(Some("text/event-stream"), "")
+        }])
+        .await;
+        let events = call(client(), &server.url()).await;
+        assert_eq!(events.len(), 4, "{events:?}");
+        assert_eq!(events[..3], [start(), text("one"), text("two")]);
+        let error = only_error(&events[3..]);
+        assert!(error.contains("not UTF-8 (line 5)"), "{error}");
+    }
+}

@@ -219,7 +219,7 @@ pub(crate) enum ResumeStatus {
 }
 
 impl AgUiTool {
-    fn spec(&self) -> ToolSpec {
+    pub(crate) fn spec(&self) -> ToolSpec {
         let approval = self.requires_approval.unwrap_or(false)
             || self
                 .metadata
@@ -241,7 +241,7 @@ impl AgUiTool {
     }
 }
 
-fn decision(entry: &ResumeEntry) -> ApprovalDecision {
+pub(crate) fn decision(entry: &ResumeEntry) -> ApprovalDecision {
     let payload = entry.payload.as_ref();
     let reason = payload.and_then(|p| p.get("reason")).and_then(Value::as_str).map(str::to_string);
     let approved = entry.status == ResumeStatus::Resolved
@@ -260,7 +260,7 @@ fn decision(entry: &ResumeEntry) -> ApprovalDecision {
 }
 
 /// The request's conversation in Weft's terms, and its system prompt.
-fn conversation(input: &RunAgentInput) -> (Conversation, Option<String>) {
+pub(crate) fn conversation(input: &RunAgentInput) -> (Conversation, Option<String>) {
     let mut names = std::collections::HashMap::new();
     let mut history = Vec::new();
     let mut system = Vec::new();
@@ -331,7 +331,7 @@ fn conversation(input: &RunAgentInput) -> (Conversation, Option<String>) {
     (Conversation { history, last_user, user_count }, system)
 }
 
-fn options(input: &RunAgentInput) -> Result<ExecuteOptions, ApiError> {
+pub(crate) fn options(input: &RunAgentInput) -> Result<ExecuteOptions, ApiError> {
     let Some(weft) = input.forwarded_props.as_ref().and_then(|p| p.get("weft")) else {
         return Ok(ExecuteOptions::default());
     };

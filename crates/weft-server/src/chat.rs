@@ -86,14 +86,14 @@ pub(crate) enum UiRole {
 }
 
 /// A tool part of a UI message (`tool-NAME` or `dynamic-tool`).
-struct ToolPart<'a> {
+pub(crate) struct ToolPart<'a> {
     name: String,
     id: &'a str,
     state: &'a str,
     part: &'a Value,
 }
 
-fn tool_part(part: &Value) -> Option<ToolPart<'_>> {
+pub(crate) fn tool_part(part: &Value) -> Option<ToolPart<'_>> {
     let kind = part.get("type")?.as_str()?;
     let name = if kind == "dynamic-tool" {
         part.get("toolName")?.as_str()?.to_string()
@@ -113,7 +113,7 @@ fn text_of(part: &Value) -> Option<&str> {
 }
 
 /// The tool result a finished tool part holds, if it holds one.
-fn part_result(tool: &ToolPart<'_>) -> Option<ToolResultMessage> {
+pub(crate) fn part_result(tool: &ToolPart<'_>) -> Option<ToolResultMessage> {
     let (text, is_error) = match tool.state {
         "output-available" => (output_text(tool.part.get("output").unwrap_or(&Value::Null)), false),
         "output-error" => (
@@ -142,7 +142,7 @@ fn part_result(tool: &ToolPart<'_>) -> Option<ToolResultMessage> {
 }
 
 /// The request's conversation in Weft's terms, and its system messages.
-fn conversation(request: &ChatRequest) -> (Conversation, Vec<String>) {
+pub(crate) fn conversation(request: &ChatRequest) -> (Conversation, Vec<String>) {
     let mut history = Vec::new();
     let mut system = Vec::new();
     let mut user_count = 0;
@@ -225,6 +225,22 @@ fn conversation(request: &ChatRequest) -> (Conversation, Vec<String>) {
     (Conversation { history, last_user, user_count }, system)
 }
 
+/// `submit-message` (or none) is taken; `regenerate-message` and anything else are refused.
+pub(crate) fn check_trigger(trigger: Option<&str>) -> Result<(), ApiError> {
+    match trigger {
+        None | Some("submit-message") => Ok(()),
+        Some("regenerate-message") => Err(ApiError::bad_request(
+            "unsupported_trigger",
+            "trigger \"regenerate-message\" is not supported: a Weft session's history is \
+             append-only; send a new message instead",
+        )),
+        Some(other) => Err(ApiError::bad_request(
+            "bad_request",
+            format!("invalid request: trigger: unknown trigger {other:?}"),
+        )),
+    }
+}
+
 /// Chat with the Vercel AI SDK's `useChat` (its request in, the UI message stream out).
 #[utoipa::path(
     post,
@@ -248,22 +264,7 @@ pub(crate) async fn post(
     Extension(caller): Extension<Caller>,
     JsonBody(request): JsonBody<ChatRequest>,
 ) -> Result<Response, ApiError> {
-    match request.trigger.as_deref() {
-        None | Some("submit-message") => {}
-        Some("regenerate-message") => {
-            return Err(ApiError::bad_request(
-                "unsupported_trigger",
-                "trigger \"regenerate-message\" is not supported: a Weft session's history is \
-                 append-only; send a new message instead",
-            ));
-        }
-        Some(other) => {
-            return Err(ApiError::bad_request(
-                "bad_request",
-                format!("invalid request: trigger: unknown trigger {other:?}"),
-            ));
-        }
-    }
+    check_trigger(request.trigger.as_deref())?;
     let id = request.id.clone();
     let existing = frontends::existing(&state, &caller, &id).await?;
     let (conversation, system) = conversation(&request);

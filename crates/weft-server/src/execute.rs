@@ -91,7 +91,7 @@ pub(crate) async fn load_owned(
     Ok(Some((handle, head)))
 }
 
-fn check_options(state: &AppState, options: &ExecuteOptions) -> Result<(), ApiError> {
+pub(crate) fn check_options(state: &AppState, options: &ExecuteOptions) -> Result<(), ApiError> {
     if let Some(provider) = options.provider.as_deref() {
         let allowed = state.agent.provider_names();
         if !allowed.iter().any(|p| p == provider) {
@@ -137,7 +137,7 @@ pub(crate) fn mode_of(options: &ExecuteOptions) -> Result<Option<weft_agent::Mod
 }
 
 /// An existing session keeps its provider, model, system prompt and turn limit.
-fn check_same(
+pub(crate) fn check_same(
     state: &AppState,
     head: Option<&SessionHead>,
     options: &ExecuteOptions,
@@ -170,7 +170,7 @@ fn check_same(
 }
 
 /// Messages stamped now when the client left their time out.
-fn stamp(mut input: Input) -> Input {
+pub(crate) fn stamp(mut input: Input) -> Input {
     let now = now_ms();
     match &mut input {
         Input::User(message) if message.timestamp == 0 => message.timestamp = now,
@@ -184,7 +184,7 @@ fn stamp(mut input: Input) -> Input {
     input
 }
 
-async fn create(
+pub(crate) async fn create(
     state: &AppState,
     caller: &Caller,
     id: Option<String>,

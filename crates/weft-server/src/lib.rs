@@ -50,6 +50,8 @@ mod config;
 mod error;
 mod execute;
 mod frontends;
+#[doc(hidden)]
+pub mod fuzzing;
 mod metrics;
 mod openapi;
 mod playground;

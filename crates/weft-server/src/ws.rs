@@ -37,16 +37,46 @@ use crate::stream::{ClientGauge, Feed, Renderer};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct AttachMessage {
-    session_id: String,
+pub(crate) struct AttachMessage {
+    pub(crate) session_id: String,
     #[serde(default)]
-    after: Option<u64>,
+    pub(crate) after: Option<u64>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct AbortMessage {
-    session_id: String,
+pub(crate) struct AbortMessage {
+    pub(crate) session_id: String,
+}
+
+/// A client's message, read.
+pub(crate) enum ClientMessage {
+    /// `execute`.
+    Execute(Box<ExecuteRequest>),
+    /// `attach`.
+    Attach(AttachMessage),
+    /// `abort`.
+    Abort(AbortMessage),
+}
+
+/// Reads a client's text frame: its `type`, then the rest as that message's body.
+pub(crate) fn parse_message(text: &str) -> Result<ClientMessage, ApiError> {
+    let mut value: Value = parse_json(text.as_bytes())?;
+    let kind = value
+        .as_object_mut()
+        .and_then(|map| map.remove("type"))
+        .and_then(|t| t.as_str().map(String::from))
+        .unwrap_or_default();
+    let body = value.to_string();
+    match kind.as_str() {
+        "execute" => Ok(ClientMessage::Execute(Box::new(parse_json(body.as_bytes())?))),
+        "attach" => Ok(ClientMessage::Attach(parse_json(body.as_bytes())?)),
+        "abort" => Ok(ClientMessage::Abort(parse_json(body.as_bytes())?)),
+        other => Err(ApiError::bad_request(
+            "bad_request",
+            format!("unknown message type {other:?}: expected execute, attach or abort"),
+        )),
+    }
 }
 
 /// Upgrade to a WebSocket carrying the agent API.
@@ -151,25 +181,16 @@ async fn handle(
     text: &str,
     tx: &mpsc::Sender<String>,
 ) -> Result<(), Refusal> {
-    let mut value: Value = parse_json(text.as_bytes()).map_err(|e| (e, None))?;
-    let kind = value
-        .as_object_mut()
-        .and_then(|map| map.remove("type"))
-        .and_then(|t| t.as_str().map(String::from))
-        .unwrap_or_default();
-    let body = value.to_string();
-    match kind.as_str() {
-        "execute" => {
-            let request: ExecuteRequest = parse_json(body.as_bytes()).map_err(|e| (e, None))?;
-            let started = execute::start(state, caller, request).await.map_err(|e| (e, None))?;
+    match parse_message(text).map_err(|e| (e, None))? {
+        ClientMessage::Execute(request) => {
+            let started = execute::start(state, caller, *request).await.map_err(|e| (e, None))?;
             let id = started.session_id.clone();
             let hello = json!({"type": "started", "sessionId": id, "runId": started.run_id});
             let _ = tx.send(hello.to_string()).await;
             send_feed(state, started.feed, protocol, &id, tx).await;
             Ok(())
         }
-        "attach" => {
-            let message: AttachMessage = parse_json(body.as_bytes()).map_err(|e| (e, None))?;
+        ClientMessage::Attach(message) => {
             let id = message.session_id;
             let feed = execute::attach(state, caller, &id, message.after)
                 .await
@@ -177,20 +198,12 @@ async fn handle(
             send_feed(state, feed, protocol, &id, tx).await;
             Ok(())
         }
-        "abort" => {
-            let message: AbortMessage = parse_json(body.as_bytes()).map_err(|e| (e, None))?;
+        ClientMessage::Abort(message) => {
             let id = message.session_id;
             execute::abort(state, caller, &id).await.map_err(|e| (e, Some(id.clone())))?;
             let _ = tx.send(json!({"type": "aborted", "sessionId": id}).to_string()).await;
             Ok(())
         }
-        other => Err((
-            ApiError::bad_request(
-                "bad_request",
-                format!("unknown message type {other:?}: expected execute, attach or abort"),
-            ),
-            None,
-        )),
     }
 }
 

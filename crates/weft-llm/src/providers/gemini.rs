@@ -32,8 +32,16 @@
 //! `args` JSON) and an end. Its id is the call's `id` when Gemini sends one, else
 //! `call_{responseId}_{n}` (`call_{n}` without a response id): deterministic for a given stream.
 //! Tool results go back as `functionResponse` parts (`{"name", "response": {"output"}}`, or
-//! `{"error"}` for a failed call) in one `user` content per run of consecutive results; Gemini
-//! matches them by name and order, so our ids are not sent.
+//! `{"error"}` for a failed call) in one `user` content per run of consecutive results.
+//!
+//! An id Gemini gave is echoed back, as its API documents (`FunctionCall.id`: "return the
+//! response with the matching id"; `FunctionResponse.id`: "the id of the function call this
+//! response is for"): on the `functionCall` part of the model turn when the history is sent
+//! again, and as `functionResponse.id` on its result. No other id is sent: not one Weft made
+//! for a call Gemini sent without one (recognised by its shape, `call_…_{n}` or `call_{n}`),
+//! nor one another provider made. The model never gave those, and Google's own Agent
+//! Development Kit strips the ids it makes itself before a request in the same way; without
+//! ids Gemini matches results to calls by name and order.
 //!
 //! # Usage
 //!
@@ -44,8 +52,8 @@
 
 use serde_json::{Map, Value, json};
 use weft_core::{
-    AssistantContent, AssistantMessage, ImageContent, Message, StopReason, ToolResultMessage,
-    ToolSpec, Usage, UserContent,
+    AssistantContent, AssistantMessage, ImageContent, Message, StopReason, ToolCall,
+    ToolResultMessage, ToolSpec, Usage, UserContent,
 };
 
 use crate::CancellationToken;
@@ -190,8 +198,14 @@ fn declaration(tool: &ToolSpec) -> Value {
 
 /// The `contents` of a history. Each run of consecutive tool results becomes one `user` content:
 /// all its `functionResponse` parts in order, then the results' images.
+///
+/// A result carries its call's id when the model turn before it sent that id back (see the
+/// [module docs](self)): [`replay::prepare`](crate::replay) puts every result right after the
+/// message of its call.
 fn contents(messages: &[std::sync::Arc<Message>]) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
+    // The ids the last model turn sent back.
+    let mut echoed: Vec<&str> = Vec::new();
     let mut i = 0;
     while i < messages.len() {
         match &*messages[i] {
@@ -202,6 +216,7 @@ fn contents(messages: &[std::sync::Arc<Message>]) -> Vec<Value> {
                 }
             }
             Message::Assistant(assistant) => {
+                echoed = assistant.tool_calls().filter_map(|c| gemini_id(assistant, c)).collect();
                 let parts = model_parts(assistant);
                 if !parts.is_empty() {
                     out.push(json!({ "role": "model", "parts": parts }));
@@ -210,7 +225,8 @@ fn contents(messages: &[std::sync::Arc<Message>]) -> Vec<Value> {
             Message::ToolResult(_) => {
                 let (mut parts, mut images) = (Vec::new(), Vec::new());
                 while let Some(Message::ToolResult(result)) = messages.get(i).map(|m| &**m) {
-                    parts.push(function_response(result));
+                    let id = echoed.iter().copied().find(|&id| id == result.tool_call_id);
+                    parts.push(function_response(result, id));
                     images.extend(result.content.iter().filter_map(|block| match block {
                         UserContent::Image(image) => Some(image_part(image)),
                         UserContent::Text(_) => None,
@@ -242,15 +258,34 @@ fn user_parts(content: &[UserContent]) -> Vec<Value> {
         .collect()
 }
 
-/// A tool result's `functionResponse` part: its text as `output`, or as `error` for a failed call.
-fn function_response(result: &ToolResultMessage) -> Value {
+/// A tool result's `functionResponse` part: its text as `output`, or as `error` for a failed call,
+/// with `id` when its call's id was Gemini's.
+fn function_response(result: &ToolResultMessage, id: Option<&str>) -> Value {
     let key = if result.is_error { "error" } else { "output" };
-    json!({
-        "functionResponse": {
-            "name": result.tool_name,
-            "response": { key: result.text_content() },
-        }
-    })
+    let mut response = Map::new();
+    if let Some(id) = id {
+        response.insert("id".into(), Value::String(id.into()));
+    }
+    response.insert("name".into(), Value::String(result.tool_name.clone()));
+    response.insert("response".into(), json!({ key: result.text_content() }));
+    json!({ "functionResponse": response })
+}
+
+/// The id of `call` that goes back to Gemini: the one Gemini gave it, when `message` is Gemini's
+/// and the id is not one Weft made (see the [module docs](self)).
+fn gemini_id<'a>(message: &AssistantMessage, call: &'a ToolCall) -> Option<&'a str> {
+    (message.provider == NAME && !call.id.is_empty() && !made_by_weft(&call.id))
+        .then_some(call.id.as_str())
+}
+
+/// Whether `id` has the shape of the ids [`GeminiDecoder`] makes for calls Gemini sent without
+/// one: `call_{responseId}_{n}` or `call_{n}`.
+fn made_by_weft(id: &str) -> bool {
+    let Some(rest) = id.strip_prefix("call_") else {
+        return false;
+    };
+    let n = rest.rsplit('_').next().unwrap_or(rest);
+    !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The parts of an assistant message, with signatures put back where they came from (see the
@@ -272,7 +307,13 @@ fn model_parts(message: &AssistantMessage) -> Vec<Value> {
                     // what it said.
                     other => json!({ "value": other }),
                 };
-                parts.push(json!({ "functionCall": { "name": call.name, "args": args } }));
+                let mut function_call = Map::new();
+                if let Some(id) = gemini_id(message, call) {
+                    function_call.insert("id".into(), Value::String(id.into()));
+                }
+                function_call.insert("name".into(), Value::String(call.name.clone()));
+                function_call.insert("args".into(), args);
+                parts.push(json!({ "functionCall": function_call }));
             }
             AssistantContent::Thinking(t) if t.thinking.is_empty() => {
                 let Some(signature) = t.signature.as_deref().filter(|s| !s.is_empty()) else {

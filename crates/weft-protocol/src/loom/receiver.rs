@@ -144,6 +144,8 @@ impl LoomReceiver {
                 state.run_open = true;
                 state.open.clear();
                 state.loose = None;
+                // `exited` named a node run of the previous run.
+                state.exited = None;
             }
             Body::Reply { text, status } => {
                 let run = state.run(line);
@@ -157,6 +159,7 @@ impl LoomReceiver {
                 state.run_open = false;
                 state.open.clear();
                 state.loose = None;
+                state.exited = None;
             }
             body => state.node_frame(envelope, body, line),
         }

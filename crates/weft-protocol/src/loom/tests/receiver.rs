@@ -235,3 +235,30 @@ fn the_state_after_a_node_run_belongs_to_it() {
     let loose = &run.node_runs[1];
     assert_eq!((loose.name.as_deref(), loose.events.len(), loose.customs.len()), (None, 1, 1));
 }
+
+/// Found by fuzzing (`fuzz/regressions/loom/state-after-run-start`): the node run that exited
+/// last was remembered across a `run_start`, so a `values` frame outside every node run of the
+/// new run was given to a node run index of the previous one: out of bounds, a panic.
+#[test]
+fn state_after_a_new_run_start_is_not_given_to_the_previous_runs_node() {
+    let text = [
+        r#"{"session_id":"s","type":"run_start","run_id":"r1"}"#,
+        r#"{"session_id":"s","node_id":"a-0","type":"node_enter","id":"a"}"#,
+        r#"{"session_id":"s","node_id":"a-0","type":"node_exit","id":"a","result":"Ok"}"#,
+        r#"{"session_id":"s","type":"run_start","run_id":"r2"}"#,
+        r#"{"session_id":"s","type":"values","state":{"turns":1}}"#,
+        r#"{"session_id":"s","type":"updates","id":"a","state":{"turns":2}}"#,
+    ]
+    .join("\n");
+    let mut r = LoomReceiver::new();
+    r.push_text(&text);
+    let t = r.finish();
+    assert!(t.errors.is_empty(), "{:?}", t.errors);
+    let runs = &t.sessions[0].runs;
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0].node_runs.len(), 1);
+    // Both frames stay in the second run, outside every node run.
+    assert!(!runs[1].node_runs.is_empty());
+    assert!(runs[1].node_runs.iter().all(|n| n.name.is_none() && !n.entered));
+    assert!(t.sessions[0].transcript().is_ok());
+}
