@@ -31,6 +31,10 @@
 //! remote_tool_timeout = "10m"       # a remote call unanswered this long gets an error result
 //! shutdown_grace = "10s"            # how long a shutdown waits for runs before aborting them
 //! lease_ttl = "15s"                 # a run whose replica stopped is taken over after this
+//! header_timeout = "10s"            # a request head must arrive whole within this (slowloris)
+//! body_timeout = "60s"              # a request body must arrive whole within this; else 408
+//! idle_timeout = "60s"              # a keep-alive connection with no request is closed after this
+//! max_connections = 16384           # open connections; at the cap the longest-idle one is closed
 //!
 //! [cors]
 //! origins = ["http://localhost:3000"]  # WEFT_CORS_ORIGINS (comma-separated); "*" for any
@@ -65,6 +69,14 @@ pub const DEFAULT_REQUESTS_PER_MINUTE: u32 = 600;
 pub const DEFAULT_BURST: u32 = 60;
 /// How long a shutdown waits for runs to end by default.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// How long a request head may take to arrive by default.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a request body may take to arrive by default.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a keep-alive connection may wait for its next request by default.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default cap on open connections (lowered to the open-file limit's room, see `conn`).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
 
 /// What the router runs on: keys, limits, CORS and the provider sessions run on.
 #[derive(Clone)]
@@ -89,6 +101,17 @@ pub struct Settings {
     /// The agent's limit of model calls per run: the default and the largest per-session
     /// `options.maxTurns`.
     pub max_turns: u32,
+    /// How long a request head may take to arrive, from the connection's accept or from the
+    /// first byte after an idle keep-alive wait (zero: no limit).
+    pub header_timeout: Duration,
+    /// How long a request body may take to arrive, from the request's start; then 408 (zero: no
+    /// limit).
+    pub body_timeout: Duration,
+    /// How long a connection with no request in flight is kept open (zero: no limit).
+    pub idle_timeout: Duration,
+    /// The most connections open at once, lowered to what the open-file limit allows (zero: that
+    /// limit alone).
+    pub max_connections: usize,
 }
 
 impl std::fmt::Debug for Settings {
@@ -102,6 +125,10 @@ impl std::fmt::Debug for Settings {
             .field("cors_origins", &self.cors_origins)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("provider", &self.provider)
+            .field("header_timeout", &self.header_timeout)
+            .field("body_timeout", &self.body_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_connections", &self.max_connections)
             .finish_non_exhaustive()
     }
 }
@@ -119,6 +146,10 @@ impl Settings {
             keep_alive: Duration::from_secs(15),
             provider: provider.into(),
             max_turns: weft_agent::DEFAULT_MAX_TURNS,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -163,11 +194,47 @@ pub struct ServeConfig {
     pub shutdown_grace: Option<Duration>,
     /// How long a run's lease lasts without renewal.
     pub lease_ttl: Option<Duration>,
+    /// Connection limits (`[limits]`: `header_timeout` … `max_connections`).
+    pub connections: ConnectionLimits,
     /// CORS origins.
     pub cors_origins: Vec<String>,
     /// MCP servers, built-in tools and per-tool policy (`[[mcp]]`, `[builtins]`,
     /// `[tools.NAME]`; see `weft_tools::config`), paths made relative to the file.
     pub tools: weft_tools::ToolsConfig,
+}
+
+/// The connection limits of `[limits]`, each unset when the file does not give it
+/// (see [`Settings`] for what each means).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// [`Settings::header_timeout`].
+    pub header_timeout: Option<Duration>,
+    /// [`Settings::body_timeout`].
+    pub body_timeout: Option<Duration>,
+    /// [`Settings::idle_timeout`].
+    pub idle_timeout: Option<Duration>,
+    /// [`Settings::max_connections`].
+    pub max_connections: Option<usize>,
+}
+
+impl ConnectionLimits {
+    /// Puts the limits that are set into `settings`.
+    pub fn apply(&self, settings: &mut Settings) {
+        let set = |value: Option<Duration>, field: &mut Duration| {
+            if let Some(value) = value {
+                *field = value;
+            }
+        };
+        set(self.header_timeout, &mut settings.header_timeout);
+        set(self.body_timeout, &mut settings.body_timeout);
+        set(self.idle_timeout, &mut settings.idle_timeout);
+        let count = |value: Option<usize>, field: &mut usize| {
+            if let Some(value) = value {
+                *field = value;
+            }
+        };
+        count(self.max_connections, &mut settings.max_connections);
+    }
 }
 
 /// One more provider sessions may pick (`[providers.NAME]`).
@@ -225,6 +292,13 @@ struct LimitsSection {
     shutdown_grace: Option<Duration>,
     #[serde(default, deserialize_with = "duration")]
     lease_ttl: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    header_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    body_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    idle_timeout: Option<Duration>,
+    max_connections: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -378,6 +452,12 @@ impl ServeConfig {
             remote_tool_timeout: file.limits.remote_tool_timeout,
             shutdown_grace: file.limits.shutdown_grace,
             lease_ttl: file.limits.lease_ttl,
+            connections: ConnectionLimits {
+                header_timeout: file.limits.header_timeout,
+                body_timeout: file.limits.body_timeout,
+                idle_timeout: file.limits.idle_timeout,
+                max_connections: file.limits.max_connections,
+            },
             cors_origins: file.cors.origins,
         })
     }
@@ -558,6 +638,27 @@ mod tests {
             error.as_deref().is_some_and(
                 |e| e.starts_with("weft.toml:2: tools.shell.approval: unknown variant")
             ),
+            "{error:?}"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn connection_limits_are_read_and_applied_over_the_defaults() -> Result<(), ConfigError> {
+        let config = parse(
+            "[limits]\nheader_timeout = \"5s\"\nidle_timeout = \"2m\"\nmax_connections = 100\n",
+        )?;
+        let mut settings = Settings::new("faux");
+        config.connections.apply(&mut settings);
+        assert_eq!(settings.header_timeout, Duration::from_secs(5));
+        assert_eq!(settings.idle_timeout, Duration::from_secs(120));
+        assert_eq!(settings.body_timeout, DEFAULT_BODY_TIMEOUT, "unset keys keep their default");
+        assert_eq!(settings.max_connections, 100);
+        let error = parse("[limits]\nidle_timeout = \"soon\"\n").err().map(|e| e.0);
+        assert!(
+            error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("/etc/weft/weft.toml:2: limits.idle_timeout: ")),
             "{error:?}"
         );
         Ok(())
