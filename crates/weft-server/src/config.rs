@@ -35,6 +35,10 @@
 //! body_timeout = "60s"              # a request body must arrive whole within this; else 408
 //! idle_timeout = "60s"              # a keep-alive connection with no request is closed after this
 //! max_connections = 16384           # open connections; at the cap the longest-idle one is closed
+//! ws_streams_per_socket = 16        # streams one WebSocket may carry at once
+//! ws_streams_per_key = 128          # WebSocket streams one API key may have open at once
+//! ws_send_queue = 1048576           # bytes waiting to be sent on one WebSocket; streams wait past it
+//! ws_send_timeout = "30s"           # a WebSocket that takes no data this long is closed (1008)
 //!
 //! [cors]
 //! origins = ["http://localhost:3000"]  # WEFT_CORS_ORIGINS (comma-separated); "*" for any
@@ -77,6 +81,14 @@ pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// The default cap on open connections (lowered to the open-file limit's room, see `conn`).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
+/// The default number of streams one WebSocket may carry at once.
+pub const DEFAULT_WS_STREAMS_PER_SOCKET: usize = 16;
+/// The default number of WebSocket streams one API key may have open at once.
+pub const DEFAULT_WS_STREAMS_PER_KEY: usize = 128;
+/// The default bound of a WebSocket's send queue, in bytes.
+pub const DEFAULT_WS_SEND_QUEUE: usize = 1024 * 1024;
+/// How long a WebSocket may take no data before it is closed, by default.
+pub const DEFAULT_WS_SEND_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What the router runs on: keys, limits, CORS and the provider sessions run on.
 #[derive(Clone)]
@@ -112,6 +124,14 @@ pub struct Settings {
     /// The most connections open at once, lowered to what the open-file limit allows (zero: that
     /// limit alone).
     pub max_connections: usize,
+    /// The most streams one WebSocket may carry at once (zero: no limit).
+    pub ws_streams_per_socket: usize,
+    /// The most WebSocket streams one API key may have open at once (zero: no limit).
+    pub ws_streams_per_key: usize,
+    /// The most bytes waiting to be sent on one WebSocket; streams wait past it.
+    pub ws_send_queue: usize,
+    /// How long a WebSocket may take no data before it is closed (zero: no limit).
+    pub ws_send_timeout: Duration,
 }
 
 impl std::fmt::Debug for Settings {
@@ -150,6 +170,10 @@ impl Settings {
             body_timeout: DEFAULT_BODY_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            ws_streams_per_socket: DEFAULT_WS_STREAMS_PER_SOCKET,
+            ws_streams_per_key: DEFAULT_WS_STREAMS_PER_KEY,
+            ws_send_queue: DEFAULT_WS_SEND_QUEUE,
+            ws_send_timeout: DEFAULT_WS_SEND_TIMEOUT,
         }
     }
 }
@@ -194,7 +218,7 @@ pub struct ServeConfig {
     pub shutdown_grace: Option<Duration>,
     /// How long a run's lease lasts without renewal.
     pub lease_ttl: Option<Duration>,
-    /// Connection limits (`[limits]`: `header_timeout` … `max_connections`).
+    /// Connection and WebSocket limits (`[limits]`: `header_timeout` … `ws_send_timeout`).
     pub connections: ConnectionLimits,
     /// CORS origins.
     pub cors_origins: Vec<String>,
@@ -203,7 +227,7 @@ pub struct ServeConfig {
     pub tools: weft_tools::ToolsConfig,
 }
 
-/// The connection limits of `[limits]`, each unset when the file does not give it
+/// The connection and WebSocket limits of `[limits]`, each unset when the file does not give it
 /// (see [`Settings`] for what each means).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConnectionLimits {
@@ -215,6 +239,14 @@ pub struct ConnectionLimits {
     pub idle_timeout: Option<Duration>,
     /// [`Settings::max_connections`].
     pub max_connections: Option<usize>,
+    /// [`Settings::ws_streams_per_socket`].
+    pub ws_streams_per_socket: Option<usize>,
+    /// [`Settings::ws_streams_per_key`].
+    pub ws_streams_per_key: Option<usize>,
+    /// [`Settings::ws_send_queue`].
+    pub ws_send_queue: Option<usize>,
+    /// [`Settings::ws_send_timeout`].
+    pub ws_send_timeout: Option<Duration>,
 }
 
 impl ConnectionLimits {
@@ -228,12 +260,16 @@ impl ConnectionLimits {
         set(self.header_timeout, &mut settings.header_timeout);
         set(self.body_timeout, &mut settings.body_timeout);
         set(self.idle_timeout, &mut settings.idle_timeout);
+        set(self.ws_send_timeout, &mut settings.ws_send_timeout);
         let count = |value: Option<usize>, field: &mut usize| {
             if let Some(value) = value {
                 *field = value;
             }
         };
         count(self.max_connections, &mut settings.max_connections);
+        count(self.ws_streams_per_socket, &mut settings.ws_streams_per_socket);
+        count(self.ws_streams_per_key, &mut settings.ws_streams_per_key);
+        count(self.ws_send_queue, &mut settings.ws_send_queue);
     }
 }
 
@@ -299,6 +335,11 @@ struct LimitsSection {
     #[serde(default, deserialize_with = "duration")]
     idle_timeout: Option<Duration>,
     max_connections: Option<usize>,
+    ws_streams_per_socket: Option<usize>,
+    ws_streams_per_key: Option<usize>,
+    ws_send_queue: Option<usize>,
+    #[serde(default, deserialize_with = "duration")]
+    ws_send_timeout: Option<Duration>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -457,6 +498,10 @@ impl ServeConfig {
                 body_timeout: file.limits.body_timeout,
                 idle_timeout: file.limits.idle_timeout,
                 max_connections: file.limits.max_connections,
+                ws_streams_per_socket: file.limits.ws_streams_per_socket,
+                ws_streams_per_key: file.limits.ws_streams_per_key,
+                ws_send_queue: file.limits.ws_send_queue,
+                ws_send_timeout: file.limits.ws_send_timeout,
             },
             cors_origins: file.cors.origins,
         })
@@ -646,7 +691,8 @@ mod tests {
     #[test]
     fn connection_limits_are_read_and_applied_over_the_defaults() -> Result<(), ConfigError> {
         let config = parse(
-            "[limits]\nheader_timeout = \"5s\"\nidle_timeout = \"2m\"\nmax_connections = 100\n",
+            "[limits]\nheader_timeout = \"5s\"\nidle_timeout = \"2m\"\nmax_connections = 100\n\
+             ws_streams_per_socket = 4\nws_send_queue = 65536\nws_send_timeout = \"0s\"\n",
         )?;
         let mut settings = Settings::new("faux");
         config.connections.apply(&mut settings);
@@ -654,6 +700,10 @@ mod tests {
         assert_eq!(settings.idle_timeout, Duration::from_secs(120));
         assert_eq!(settings.body_timeout, DEFAULT_BODY_TIMEOUT, "unset keys keep their default");
         assert_eq!(settings.max_connections, 100);
+        assert_eq!(settings.ws_streams_per_socket, 4);
+        assert_eq!(settings.ws_streams_per_key, DEFAULT_WS_STREAMS_PER_KEY);
+        assert_eq!(settings.ws_send_queue, 65536);
+        assert_eq!(settings.ws_send_timeout, Duration::ZERO);
         let error = parse("[limits]\nidle_timeout = \"soon\"\n").err().map(|e| e.0);
         assert!(
             error

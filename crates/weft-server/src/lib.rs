@@ -57,6 +57,7 @@ mod playground;
 mod routes;
 mod stream;
 mod ws;
+mod ws_limits;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -82,8 +83,10 @@ pub use api::{
 pub use config::{
     ConfigError, ConnectionLimits, DEFAULT_ADDR, DEFAULT_BODY_BYTES, DEFAULT_BODY_TIMEOUT,
     DEFAULT_BURST, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_SHUTDOWN_GRACE, ProviderEntry, ServeConfig, Settings,
-    find_file, parse_api_keys, parse_duration, parse_providers,
+    DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_SHUTDOWN_GRACE, DEFAULT_WS_SEND_QUEUE,
+    DEFAULT_WS_SEND_TIMEOUT, DEFAULT_WS_STREAMS_PER_KEY, DEFAULT_WS_STREAMS_PER_SOCKET,
+    ProviderEntry, ServeConfig, Settings, find_file, parse_api_keys, parse_duration,
+    parse_providers,
 };
 pub use conn::FD_RESERVE;
 pub use error::{ApiError, ErrorBody, ErrorDetail};
@@ -103,6 +106,8 @@ pub(crate) struct AppState {
     queues: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
     /// Notified every [`Settings::keep_alive`] by one task: the streams' keep-alive clock.
     keep_alive: std::sync::OnceLock<Arc<tokio::sync::Notify>>,
+    /// WebSocket streams open per API key.
+    pub(crate) ws_streams: ws_limits::KeyStreams,
 }
 
 impl AppState {
@@ -190,6 +195,7 @@ impl Server {
                 runs: execute::Runs::default(),
                 queues: Mutex::new(HashMap::new()),
                 keep_alive: std::sync::OnceLock::new(),
+                ws_streams: ws_limits::KeyStreams::default(),
             }),
         }
     }

@@ -27,6 +27,8 @@ pub(crate) struct Metrics {
     connections_open: AtomicI64,
     /// Connections the server closed itself, by reason (`conn::Closed`).
     connections_closed: Mutex<BTreeMap<&'static str, u64>>,
+    ws_queued_bytes: AtomicI64,
+    ws_slow_closed: AtomicU64,
 }
 
 fn bump<K: Ord>(map: &Mutex<BTreeMap<K, u64>>, key: K) {
@@ -83,6 +85,14 @@ impl Metrics {
 
     pub(crate) fn connection_closed(&self, reason: crate::conn::Closed) {
         bump(&self.connections_closed, reason.as_str());
+    }
+
+    pub(crate) fn ws_queued(&self, bytes: i64) {
+        self.ws_queued_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub(crate) fn ws_slow_closed(&self) {
+        self.ws_slow_closed.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The Prometheus text exposition.
@@ -168,6 +178,18 @@ impl Metrics {
             "Connections the server closed or refused itself, by reason (header_timeout, \
              idle_timeout, evicted, refused).",
             &closed,
+        );
+        metric(
+            "weft_ws_queued_bytes",
+            "gauge",
+            "Bytes waiting in WebSocket send queues now.",
+            &plain(self.ws_queued_bytes.load(Ordering::Relaxed).to_string()),
+        );
+        metric(
+            "weft_ws_slow_closed_total",
+            "counter",
+            "WebSockets closed because the client took no data for limits.ws_send_timeout.",
+            &plain(self.ws_slow_closed.load(Ordering::Relaxed).to_string()),
         );
         let calls = self.store_calls.load(Ordering::Relaxed);
         let seconds = self.store_micros.load(Ordering::Relaxed) as f64 / 1e6;
