@@ -39,7 +39,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::execute;
 use crate::routes::FormatQuery;
 use crate::stream::{ClientGauge, Feed, Renderer};
-use crate::ws_limits::{self, Outbox};
+use crate::ws_limits::{self, Outbox, StreamSlot};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -182,10 +182,8 @@ async fn serve(
         };
         let (state, caller, outbox) = (Arc::clone(&state), caller.clone(), outbox.clone());
         tasks.spawn(async move {
-            let _slot = slot;
-            if let Err((error, session_id)) =
-                stream(&state, &caller, protocol, request, &outbox).await
-            {
+            let streamed = stream(&state, &caller, protocol, request, &outbox, slot).await;
+            if let Err((error, session_id)) = streamed {
                 let _ = outbox.send(error_message(&error, session_id.as_deref())).await;
             }
         });
@@ -239,13 +237,15 @@ fn parse(text: &str) -> Result<ClientMessage, Refusal> {
     }
 }
 
-/// Runs an `execute` or `attach` message's stream to its end.
+/// Runs an `execute` or `attach` message's stream to its end. Its `slot` is given back before
+/// the `end` (or the refusal) is sent: a client that sees either may open another stream.
 async fn stream(
     state: &Arc<AppState>,
     caller: &Caller,
     protocol: Protocol,
     request: ClientMessage,
     outbox: &Outbox,
+    slot: StreamSlot,
 ) -> Result<(), Refusal> {
     match request {
         ClientMessage::Execute(request) => {
@@ -253,7 +253,7 @@ async fn stream(
             let id = started.session_id.clone();
             let hello = json!({"type": "started", "sessionId": id, "runId": started.run_id});
             if outbox.send(hello.to_string()).await.is_ok() {
-                send_feed(state, started.feed, protocol, &id, outbox).await;
+                send_feed(state, started.feed, protocol, &id, outbox, slot).await;
             }
             Ok(())
         }
@@ -262,7 +262,7 @@ async fn stream(
             let feed = execute::attach(state, caller, &id, message.after)
                 .await
                 .map_err(|e| (e, Some(id.clone())))?;
-            send_feed(state, feed, protocol, &id, outbox).await;
+            send_feed(state, feed, protocol, &id, outbox, slot).await;
             Ok(())
         }
         ClientMessage::Abort(_) => Ok(()),
@@ -275,6 +275,7 @@ async fn send_feed(
     protocol: Protocol,
     session_id: &str,
     outbox: &Outbox,
+    slot: StreamSlot,
 ) {
     let Feed { mut records, seen, mut cancel } = feed;
     let _gauge = ClientGauge::new(Arc::clone(state));
@@ -303,5 +304,6 @@ async fn send_feed(
             return;
         }
     }
+    drop(slot);
     let _ = outbox.send(json!({"type": "end", "sessionId": session_id}).to_string()).await;
 }
