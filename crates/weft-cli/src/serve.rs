@@ -169,6 +169,7 @@ fn plan(args: &ServeArgs, config: &ServeConfig) -> anyhow::Result<Plan> {
         settings.shutdown_grace = grace;
     }
     settings.cors_origins = config.cors_origins.clone();
+    config.connections.apply(&mut settings);
     let addr = args
         .addr
         .clone()

@@ -221,4 +221,93 @@ fn a_killed_servers_pending_tool_call_is_answerable_at_once_after_a_restart() {
     assert!(second.contains("It is sunny in Paris."), "{second}");
     Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
     assert_eq!(server.wait().unwrap().code(), Some(0));
+
+/// Reads from `stream` until the server closes it; `None` if it is still open after 20 s.
+fn closed_within_bound(stream: &mut TcpStream, mut send: impl FnMut(&mut TcpStream)) -> Option<()> {
+    stream.set_read_timeout(Some(std::time::Duration::from_millis(20))).unwrap();
+    let started = std::time::Instant::now();
+    let mut buf = [0u8; 1024];
+    while started.elapsed() < std::time::Duration::from_secs(20) {
+        send(stream);
+        match stream.read(&mut buf) {
+            Ok(0) => return Some(()),
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return Some(()),
+        }
+    }
+    None
+}
+
+/// Kills the server if the test fails before it stops it.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn connection_limits_from_weft_toml_hold_against_slow_idle_and_flooding_clients() {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("weft.toml");
+    std::fs::write(
+        &file,
+        "[limits]\nheader_timeout = \"300ms\"\nidle_timeout = \"300ms\"\nmax_connections = 8\n",
+    )
+    .unwrap();
+    let mut child = weft(
+        home.path(),
+        &[
+            "serve",
+            "--script",
+            &script(),
+            "--store",
+            "memory",
+            "--addr",
+            "127.0.0.1:0",
+            "--config",
+            file.to_str().unwrap(),
+        ],
+    )
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut child = Reaped(child);
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line.trim().rsplit("http://").next().unwrap().to_string();
+
+    // Headers a byte at a time: closed by the header timeout.
+    let mut slow = TcpStream::connect(&addr).unwrap();
+    let head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    let mut sent = 0;
+    let closed = closed_within_bound(&mut slow, |s| {
+        let _ = s.write_all(&[head.get(sent).copied().unwrap_or(b'a')]);
+        sent += 1;
+    });
+    assert!(closed.is_some(), "a slowloris connection was kept open");
+
+    // A keep-alive connection left idle after its answer: closed by the idle timeout.
+    let mut idle = TcpStream::connect(&addr).unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    assert!(closed_within_bound(&mut idle, |_| {}).is_some(), "an idle connection was kept open");
+
+    // Four times the cap of idle connections: /healthz still answers.
+    let flood: Vec<TcpStream> = (0..32).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+    for _ in 0..5 {
+        let response = http(&addr, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    }
+    drop(flood);
+
+    Command::new("kill").args(["-TERM", &child.0.id().to_string()]).status().unwrap();
+    assert_eq!(child.0.wait().unwrap().code(), Some(0));
 }

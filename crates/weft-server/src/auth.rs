@@ -89,17 +89,16 @@ pub(crate) async fn authenticate(
         // The bucket is per key; its name is the owner plus a key fingerprint, never the key.
         (Caller { owner: Some(owner.to_string()) }, format!("{owner}/{}", fingerprint(given)))
     };
-    if let Some(wait) = state.limiter.take(&bucket) {
-        return Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limited",
-            format!("too many requests for this API key; retry in {wait} s"),
-        )
-        .with_retry_after(wait));
-    }
+    state.limiter.admit(&bucket)?;
     request.extensions_mut().insert(caller);
+    request.extensions_mut().insert(RateBucket(bucket));
     Ok(next.run(request).await)
 }
+
+/// The rate-limit bucket of a request's key (never the key itself), put in the request's
+/// extensions by [`authenticate`]: the WebSocket counts its messages and streams against it.
+#[derive(Debug, Clone)]
+pub(crate) struct RateBucket(pub(crate) String);
 
 /// A short non-secret name for a key (FNV-1a), so two keys of one owner get two buckets.
 fn fingerprint(key: &str) -> String {
@@ -149,6 +148,19 @@ impl RateLimiter {
             None
         } else {
             Some(((1.0 - bucket.tokens) / rate).ceil().max(1.0) as u64)
+        }
+    }
+
+    /// Takes a token for `key`, or says how long to wait in a 429.
+    pub(crate) fn admit(&self, key: &str) -> Result<(), ApiError> {
+        match self.take(key) {
+            None => Ok(()),
+            Some(wait) => Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!("too many requests for this API key; retry in {wait} s"),
+            )
+            .with_retry_after(wait)),
         }
     }
 }

@@ -31,6 +31,14 @@
 //! remote_tool_timeout = "10m"       # a remote call unanswered this long gets an error result
 //! shutdown_grace = "10s"            # how long a shutdown waits for runs before aborting them
 //! lease_ttl = "15s"                 # a run whose replica stopped is taken over after this
+//! header_timeout = "10s"            # a request head must arrive whole within this (slowloris)
+//! body_timeout = "60s"              # a request body must arrive whole within this; else 408
+//! idle_timeout = "60s"              # a keep-alive connection with no request is closed after this
+//! max_connections = 16384           # open connections; at the cap the longest-idle one is closed
+//! ws_streams_per_socket = 16        # streams one WebSocket may carry at once
+//! ws_streams_per_key = 128          # WebSocket streams one API key may have open at once
+//! ws_send_queue = 1048576           # bytes waiting to be sent on one WebSocket; streams wait past it
+//! ws_send_timeout = "30s"           # a WebSocket that takes no data this long is closed (1008)
 //!
 //! [cors]
 //! origins = ["http://localhost:3000"]  # WEFT_CORS_ORIGINS (comma-separated); "*" for any
@@ -65,6 +73,22 @@ pub const DEFAULT_REQUESTS_PER_MINUTE: u32 = 600;
 pub const DEFAULT_BURST: u32 = 60;
 /// How long a shutdown waits for runs to end by default.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// How long a request head may take to arrive by default.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a request body may take to arrive by default.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a keep-alive connection may wait for its next request by default.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default cap on open connections (lowered to the open-file limit's room, see `conn`).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
+/// The default number of streams one WebSocket may carry at once.
+pub const DEFAULT_WS_STREAMS_PER_SOCKET: usize = 16;
+/// The default number of WebSocket streams one API key may have open at once.
+pub const DEFAULT_WS_STREAMS_PER_KEY: usize = 128;
+/// The default bound of a WebSocket's send queue, in bytes.
+pub const DEFAULT_WS_SEND_QUEUE: usize = 1024 * 1024;
+/// How long a WebSocket may take no data before it is closed, by default.
+pub const DEFAULT_WS_SEND_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What the router runs on: keys, limits, CORS and the provider sessions run on.
 #[derive(Clone)]
@@ -89,6 +113,25 @@ pub struct Settings {
     /// The agent's limit of model calls per run: the default and the largest per-session
     /// `options.maxTurns`.
     pub max_turns: u32,
+    /// How long a request head may take to arrive, from the connection's accept or from the
+    /// first byte after an idle keep-alive wait (zero: no limit).
+    pub header_timeout: Duration,
+    /// How long a request body may take to arrive, from the request's start; then 408 (zero: no
+    /// limit).
+    pub body_timeout: Duration,
+    /// How long a connection with no request in flight is kept open (zero: no limit).
+    pub idle_timeout: Duration,
+    /// The most connections open at once, lowered to what the open-file limit allows (zero: that
+    /// limit alone).
+    pub max_connections: usize,
+    /// The most streams one WebSocket may carry at once (zero: no limit).
+    pub ws_streams_per_socket: usize,
+    /// The most WebSocket streams one API key may have open at once (zero: no limit).
+    pub ws_streams_per_key: usize,
+    /// The most bytes waiting to be sent on one WebSocket; streams wait past it.
+    pub ws_send_queue: usize,
+    /// How long a WebSocket may take no data before it is closed (zero: no limit).
+    pub ws_send_timeout: Duration,
 }
 
 impl std::fmt::Debug for Settings {
@@ -102,6 +145,10 @@ impl std::fmt::Debug for Settings {
             .field("cors_origins", &self.cors_origins)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("provider", &self.provider)
+            .field("header_timeout", &self.header_timeout)
+            .field("body_timeout", &self.body_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_connections", &self.max_connections)
             .finish_non_exhaustive()
     }
 }
@@ -119,6 +166,14 @@ impl Settings {
             keep_alive: Duration::from_secs(15),
             provider: provider.into(),
             max_turns: weft_agent::DEFAULT_MAX_TURNS,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            ws_streams_per_socket: DEFAULT_WS_STREAMS_PER_SOCKET,
+            ws_streams_per_key: DEFAULT_WS_STREAMS_PER_KEY,
+            ws_send_queue: DEFAULT_WS_SEND_QUEUE,
+            ws_send_timeout: DEFAULT_WS_SEND_TIMEOUT,
         }
     }
 }
@@ -163,11 +218,59 @@ pub struct ServeConfig {
     pub shutdown_grace: Option<Duration>,
     /// How long a run's lease lasts without renewal.
     pub lease_ttl: Option<Duration>,
+    /// Connection and WebSocket limits (`[limits]`: `header_timeout` … `ws_send_timeout`).
+    pub connections: ConnectionLimits,
     /// CORS origins.
     pub cors_origins: Vec<String>,
     /// MCP servers, built-in tools and per-tool policy (`[[mcp]]`, `[builtins]`,
     /// `[tools.NAME]`; see `weft_tools::config`), paths made relative to the file.
     pub tools: weft_tools::ToolsConfig,
+}
+
+/// The connection and WebSocket limits of `[limits]`, each unset when the file does not give it
+/// (see [`Settings`] for what each means).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// [`Settings::header_timeout`].
+    pub header_timeout: Option<Duration>,
+    /// [`Settings::body_timeout`].
+    pub body_timeout: Option<Duration>,
+    /// [`Settings::idle_timeout`].
+    pub idle_timeout: Option<Duration>,
+    /// [`Settings::max_connections`].
+    pub max_connections: Option<usize>,
+    /// [`Settings::ws_streams_per_socket`].
+    pub ws_streams_per_socket: Option<usize>,
+    /// [`Settings::ws_streams_per_key`].
+    pub ws_streams_per_key: Option<usize>,
+    /// [`Settings::ws_send_queue`].
+    pub ws_send_queue: Option<usize>,
+    /// [`Settings::ws_send_timeout`].
+    pub ws_send_timeout: Option<Duration>,
+}
+
+impl ConnectionLimits {
+    /// Puts the limits that are set into `settings`.
+    pub fn apply(&self, settings: &mut Settings) {
+        let set = |value: Option<Duration>, field: &mut Duration| {
+            if let Some(value) = value {
+                *field = value;
+            }
+        };
+        set(self.header_timeout, &mut settings.header_timeout);
+        set(self.body_timeout, &mut settings.body_timeout);
+        set(self.idle_timeout, &mut settings.idle_timeout);
+        set(self.ws_send_timeout, &mut settings.ws_send_timeout);
+        let count = |value: Option<usize>, field: &mut usize| {
+            if let Some(value) = value {
+                *field = value;
+            }
+        };
+        count(self.max_connections, &mut settings.max_connections);
+        count(self.ws_streams_per_socket, &mut settings.ws_streams_per_socket);
+        count(self.ws_streams_per_key, &mut settings.ws_streams_per_key);
+        count(self.ws_send_queue, &mut settings.ws_send_queue);
+    }
 }
 
 /// One more provider sessions may pick (`[providers.NAME]`).
@@ -225,6 +328,18 @@ struct LimitsSection {
     shutdown_grace: Option<Duration>,
     #[serde(default, deserialize_with = "duration")]
     lease_ttl: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    header_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    body_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    idle_timeout: Option<Duration>,
+    max_connections: Option<usize>,
+    ws_streams_per_socket: Option<usize>,
+    ws_streams_per_key: Option<usize>,
+    ws_send_queue: Option<usize>,
+    #[serde(default, deserialize_with = "duration")]
+    ws_send_timeout: Option<Duration>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -378,6 +493,16 @@ impl ServeConfig {
             remote_tool_timeout: file.limits.remote_tool_timeout,
             shutdown_grace: file.limits.shutdown_grace,
             lease_ttl: file.limits.lease_ttl,
+            connections: ConnectionLimits {
+                header_timeout: file.limits.header_timeout,
+                body_timeout: file.limits.body_timeout,
+                idle_timeout: file.limits.idle_timeout,
+                max_connections: file.limits.max_connections,
+                ws_streams_per_socket: file.limits.ws_streams_per_socket,
+                ws_streams_per_key: file.limits.ws_streams_per_key,
+                ws_send_queue: file.limits.ws_send_queue,
+                ws_send_timeout: file.limits.ws_send_timeout,
+            },
             cors_origins: file.cors.origins,
         })
     }
@@ -558,6 +683,32 @@ mod tests {
             error.as_deref().is_some_and(
                 |e| e.starts_with("weft.toml:2: tools.shell.approval: unknown variant")
             ),
+            "{error:?}"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn connection_limits_are_read_and_applied_over_the_defaults() -> Result<(), ConfigError> {
+        let config = parse(
+            "[limits]\nheader_timeout = \"5s\"\nidle_timeout = \"2m\"\nmax_connections = 100\n\
+             ws_streams_per_socket = 4\nws_send_queue = 65536\nws_send_timeout = \"0s\"\n",
+        )?;
+        let mut settings = Settings::new("faux");
+        config.connections.apply(&mut settings);
+        assert_eq!(settings.header_timeout, Duration::from_secs(5));
+        assert_eq!(settings.idle_timeout, Duration::from_secs(120));
+        assert_eq!(settings.body_timeout, DEFAULT_BODY_TIMEOUT, "unset keys keep their default");
+        assert_eq!(settings.max_connections, 100);
+        assert_eq!(settings.ws_streams_per_socket, 4);
+        assert_eq!(settings.ws_streams_per_key, DEFAULT_WS_STREAMS_PER_KEY);
+        assert_eq!(settings.ws_send_queue, 65536);
+        assert_eq!(settings.ws_send_timeout, Duration::ZERO);
+        let error = parse("[limits]\nidle_timeout = \"soon\"\n").err().map(|e| e.0);
+        assert!(
+            error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("/etc/weft/weft.toml:2: limits.idle_timeout: ")),
             "{error:?}"
         );
         Ok(())

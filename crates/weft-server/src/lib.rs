@@ -47,6 +47,7 @@ mod api;
 mod auth;
 mod chat;
 mod config;
+mod conn;
 mod error;
 mod execute;
 mod frontends;
@@ -58,6 +59,7 @@ mod playground;
 mod routes;
 mod stream;
 mod ws;
+mod ws_limits;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -81,10 +83,14 @@ pub use api::{
     SessionList, SessionView,
 };
 pub use config::{
-    ConfigError, DEFAULT_ADDR, DEFAULT_BODY_BYTES, DEFAULT_BURST, DEFAULT_REQUESTS_PER_MINUTE,
-    DEFAULT_SHUTDOWN_GRACE, ProviderEntry, ServeConfig, Settings, find_file, parse_api_keys,
-    parse_duration, parse_providers,
+    ConfigError, ConnectionLimits, DEFAULT_ADDR, DEFAULT_BODY_BYTES, DEFAULT_BODY_TIMEOUT,
+    DEFAULT_BURST, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_SHUTDOWN_GRACE, DEFAULT_WS_SEND_QUEUE,
+    DEFAULT_WS_SEND_TIMEOUT, DEFAULT_WS_STREAMS_PER_KEY, DEFAULT_WS_STREAMS_PER_SOCKET,
+    ProviderEntry, ServeConfig, Settings, find_file, parse_api_keys, parse_duration,
+    parse_providers,
 };
+pub use conn::FD_RESERVE;
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 
 /// What every handler shares.
@@ -102,6 +108,8 @@ pub(crate) struct AppState {
     queues: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
     /// Notified every [`Settings::keep_alive`] by one task: the streams' keep-alive clock.
     keep_alive: std::sync::OnceLock<Arc<tokio::sync::Notify>>,
+    /// WebSocket streams open per API key.
+    pub(crate) ws_streams: ws_limits::KeyStreams,
 }
 
 impl AppState {
@@ -189,6 +197,7 @@ impl Server {
                 runs: execute::Runs::default(),
                 queues: Mutex::new(HashMap::new()),
                 keep_alive: std::sync::OnceLock::new(),
+                ws_streams: ws_limits::KeyStreams::default(),
             }),
         }
     }
@@ -220,6 +229,7 @@ impl Server {
             .route("/openapi.json", get(routes::openapi))
             .fallback(routes::not_found)
             .method_not_allowed_fallback(routes::method_not_allowed)
+            .layer(middleware::from_fn_with_state(Arc::clone(&state), conn::body_timeout))
             .layer(DefaultBodyLimit::max(state.settings.body_bytes))
             .layer(middleware::from_fn_with_state(Arc::clone(&state), count_responses))
             .layer(cors(&state.settings.cors_origins))
@@ -246,6 +256,11 @@ impl Server {
     /// Serves on `listener` until `shutdown` completes; then stops accepting, ends the streams,
     /// lets runs end for the configured grace, aborts those still going (an abort is saved: every
     /// run rests at a durable point and gives its lease back), and returns.
+    ///
+    /// Connections live under the limits of [`Settings`]: `header_timeout`, `body_timeout`,
+    /// `idle_timeout` and `max_connections` (at the cap, the connection waiting longest for a
+    /// request is closed for the new one; with every connection busy, the new one is closed).
+    /// HTTP/1.1 only.
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
@@ -258,24 +273,9 @@ impl Server {
         let closing = self.state.closing.clone();
         let app = self.router();
         tracing::info!(%addr, "weft server listening");
-        // Every event is written as soon as it is rendered: no Nagle delay behind an
-        // unacknowledged one (a stream writes many small chunks).
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            if let Err(error) = tcp.set_nodelay(true) {
-                tracing::debug!(%error, "TCP_NODELAY could not be set");
-            }
-        });
-        // `into_make_service`: every connection gets a clone of this router (a reference count).
-        // Given the `Router` itself, axum rebuilds it for each connection (`with_state`: the
-        // route table and every route's boxed service and layers, ~27 KiB a connection, held
-        // for the connection's life).
-        axum::serve(listener, app.into_make_service())
-            .with_graceful_shutdown(async move {
-                shutdown.await;
-                tracing::info!("shutting down: no new connections; ending streams");
-                closing.cancel();
-            })
-            .await?;
+        // The accept loop with the connection limits (`conn`): the cap, the header, idle and
+        // body timeouts, TCP_NODELAY, a clone of the router per connection.
+        conn::run(listener, app, Arc::clone(&self.state), shutdown, closing).await;
         self.state.runs.drain(self.state.settings.shutdown_grace).await;
         tracing::info!("server stopped");
         Ok(())

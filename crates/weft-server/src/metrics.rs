@@ -24,6 +24,11 @@ pub(crate) struct Metrics {
     stream_clients: AtomicI64,
     store_calls: AtomicU64,
     store_micros: AtomicU64,
+    connections_open: AtomicI64,
+    /// Connections the server closed itself, by reason (`conn::Closed`).
+    connections_closed: Mutex<BTreeMap<&'static str, u64>>,
+    ws_queued_bytes: AtomicI64,
+    ws_slow_closed: AtomicU64,
 }
 
 fn bump<K: Ord>(map: &Mutex<BTreeMap<K, u64>>, key: K) {
@@ -68,6 +73,26 @@ impl Metrics {
         self.store_calls.fetch_add(1, Ordering::Relaxed);
         let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
         self.store_micros.fetch_add(micros, Ordering::Relaxed);
+    }
+
+    pub(crate) fn connection_opened(&self) {
+        self.connections_open.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn connection_released(&self) {
+        self.connections_open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn connection_closed(&self, reason: crate::conn::Closed) {
+        bump(&self.connections_closed, reason.as_str());
+    }
+
+    pub(crate) fn ws_queued(&self, bytes: i64) {
+        self.ws_queued_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub(crate) fn ws_slow_closed(&self) {
+        self.ws_slow_closed.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The Prometheus text exposition.
@@ -136,6 +161,35 @@ impl Metrics {
             "gauge",
             "Clients reading an event stream now.",
             &plain(self.stream_clients.load(Ordering::Relaxed).to_string()),
+        );
+        metric(
+            "weft_connections_open",
+            "gauge",
+            "HTTP connections open now (WebSockets included).",
+            &plain(self.connections_open.load(Ordering::Relaxed).to_string()),
+        );
+        let closed: Vec<_> = {
+            let map = self.connections_closed.lock().unwrap_or_else(|e| e.into_inner());
+            map.iter().map(|(r, n)| (format!("{{reason=\"{r}\"}}"), n.to_string())).collect()
+        };
+        metric(
+            "weft_connections_closed_total",
+            "counter",
+            "Connections the server closed or refused itself, by reason (header_timeout, \
+             idle_timeout, evicted, refused).",
+            &closed,
+        );
+        metric(
+            "weft_ws_queued_bytes",
+            "gauge",
+            "Bytes waiting in WebSocket send queues now.",
+            &plain(self.ws_queued_bytes.load(Ordering::Relaxed).to_string()),
+        );
+        metric(
+            "weft_ws_slow_closed_total",
+            "counter",
+            "WebSockets closed because the client took no data for limits.ws_send_timeout.",
+            &plain(self.ws_slow_closed.load(Ordering::Relaxed).to_string()),
         );
         let calls = self.store_calls.load(Ordering::Relaxed);
         let seconds = self.store_micros.load(Ordering::Relaxed) as f64 / 1e6;

@@ -14,26 +14,32 @@
 //! API). Several streams may share one socket. The wire format is the upgrade request's
 //! `?protocol=` (default `native`). When the socket closes, streams stop; runs go on, except
 //! those started with `onDisconnect: "cancel"`.
+//!
+//! Each `execute` and `attach` message is a request: it counts against the key's rate limit,
+//! and streams are capped per socket and per key (`too_many_streams`); a client that does not
+//! read is closed with code 1008 and a reason (see `ws_limits`).
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 
 use axum::Extension;
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
-use futures::{SinkExt, StreamExt};
+use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 use weft_protocol::{Frame, Protocol};
 
 use crate::AppState;
 use crate::api::{ExecuteRequest, QueryParams, parse_json};
-use crate::auth::Caller;
+use crate::auth::{Caller, RateBucket};
 use crate::error::{ApiError, ErrorBody};
 use crate::execute;
 use crate::routes::FormatQuery;
 use crate::stream::{ClientGauge, Feed, Renderer};
+use crate::ws_limits::{self, Outbox, StreamSlot};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -57,6 +63,17 @@ pub(crate) enum ClientMessage {
     Attach(AttachMessage),
     /// `abort`.
     Abort(AbortMessage),
+}
+
+impl ClientMessage {
+    /// The session the message names (an `execute` for a new session names none).
+    fn session_id(&self) -> Option<&str> {
+        match self {
+            Self::Execute(_) => None,
+            Self::Attach(message) => Some(&message.session_id),
+            Self::Abort(message) => Some(&message.session_id),
+        }
+    }
 }
 
 /// Reads a client's text frame: its `type`, then the rest as that message's body.
@@ -96,6 +113,7 @@ pub(crate) fn parse_message(text: &str) -> Result<ClientMessage, ApiError> {
 pub(crate) async fn upgrade(
     State(state): State<Arc<AppState>>,
     Extension(caller): Extension<Caller>,
+    Extension(RateBucket(bucket)): Extension<RateBucket>,
     QueryParams(query): QueryParams<FormatQuery>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
@@ -111,7 +129,7 @@ pub(crate) async fn upgrade(
     let limit = state.settings.body_bytes;
     Ok(upgrade
         .max_message_size(limit)
-        .on_upgrade(move |socket| serve(state, caller, protocol, socket)))
+        .on_upgrade(move |socket| serve(state, caller, bucket, protocol, socket)))
 }
 
 fn error_message(error: &ApiError, session_id: Option<&str>) -> String {
@@ -131,63 +149,112 @@ fn frame_message(session_id: &str, frame: &Frame) -> String {
     json!({ "sessionId": session_id, "id": frame.id, "data": data }).to_string()
 }
 
-async fn serve(state: Arc<AppState>, caller: Caller, protocol: Protocol, socket: WebSocket) {
-    let (mut sink, mut incoming) = socket.split();
-    let (tx, mut rx) = mpsc::channel::<String>(256);
-    let writer = tokio::spawn(async move {
-        while let Some(text) = rx.recv().await {
-            if sink.send(Message::Text(text.into())).await.is_err() {
-                break;
-            }
-        }
-        let _ = sink.close().await;
+async fn serve(
+    state: Arc<AppState>,
+    caller: Caller,
+    bucket: String,
+    protocol: Protocol,
+    socket: WebSocket,
+) {
+    let (sink, mut incoming) = socket.split();
+    let (outbox, writer) = ws_limits::outbox(&state);
+    // Cancelled when the writer stops early: the client is gone or does not read.
+    let stopped = CancellationToken::new();
+    let writer = tokio::spawn({
+        let (state, stopped) = (Arc::clone(&state), stopped.clone());
+        async move { writer.run(sink, &state, &stopped).await }
     });
+    let streams = Arc::new(AtomicUsize::new(0));
     let mut tasks = tokio::task::JoinSet::new();
     let closing = state.closing.clone();
     loop {
         let message = tokio::select! {
             message = incoming.next() => message,
             () = closing.cancelled() => break,
+            () = stopped.cancelled() => break,
         };
+        while tasks.try_join_next().is_some() {}
+        // Refusals are sent from here, so a client that floods without reading stops being
+        // read once its queue is full.
         let text = match message {
             Some(Ok(Message::Text(text))) => text.to_string(),
             Some(Ok(Message::Binary(_))) => {
                 let error = ApiError::bad_request("bad_request", "send JSON as text frames");
-                let _ = tx.send(error_message(&error, None)).await;
+                if outbox.send(error_message(&error, None)).await.is_err() {
+                    break;
+                }
                 continue;
             }
             Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
             Some(Ok(_)) => continue,
         };
-        let (state, caller, tx) = (Arc::clone(&state), caller.clone(), tx.clone());
+        let request = match parse_message(&text) {
+            Ok(request) => request,
+            Err(error) => {
+                if outbox.send(error_message(&error, None)).await.is_err() {
+                    break;
+                }
+                continue;
+            }
+        };
+        if let ClientMessage::Abort(AbortMessage { session_id: id }) = request {
+            let reply = match execute::abort(&state, &caller, &id).await {
+                Ok(()) => json!({"type": "aborted", "sessionId": id}).to_string(),
+                Err(error) => error_message(&error, Some(&id)),
+            };
+            if outbox.send(reply).await.is_err() {
+                break;
+            }
+            continue;
+        }
+        // A stream is a request: it takes a token of the key's rate limit, and a slot.
+        let slot = state
+            .limiter
+            .admit(&bucket)
+            .and_then(|()| ws_limits::open_stream(&state, &bucket, &streams));
+        let slot = match slot {
+            Ok(slot) => slot,
+            Err(error) => {
+                if outbox.send(error_message(&error, request.session_id())).await.is_err() {
+                    break;
+                }
+                continue;
+            }
+        };
+        let (state, caller, outbox) = (Arc::clone(&state), caller.clone(), outbox.clone());
         tasks.spawn(async move {
-            if let Err((error, session_id)) = handle(&state, &caller, protocol, &text, &tx).await {
-                let _ = tx.send(error_message(&error, session_id.as_deref())).await;
+            let streamed = stream(&state, &caller, protocol, request, &outbox, slot).await;
+            if let Err((error, session_id)) = streamed {
+                let _ = outbox.send(error_message(&error, session_id.as_deref())).await;
             }
         });
     }
     // Streams stop (a run started with onDisconnect "cancel" is aborted as its feed drops).
     tasks.shutdown().await;
-    drop(tx);
+    drop(outbox);
     let _ = writer.await;
 }
 
 type Refusal = (ApiError, Option<String>);
 
-async fn handle(
+/// Runs an `execute` or `attach` message's stream to its end. Its `slot` is given back before
+/// the `end` (or the refusal) is sent: a client that sees either may open another stream.
+async fn stream(
     state: &Arc<AppState>,
     caller: &Caller,
     protocol: Protocol,
-    text: &str,
-    tx: &mpsc::Sender<String>,
+    request: ClientMessage,
+    outbox: &Outbox,
+    slot: StreamSlot,
 ) -> Result<(), Refusal> {
-    match parse_message(text).map_err(|e| (e, None))? {
+    match request {
         ClientMessage::Execute(request) => {
             let started = execute::start(state, caller, *request).await.map_err(|e| (e, None))?;
             let id = started.session_id.clone();
             let hello = json!({"type": "started", "sessionId": id, "runId": started.run_id});
-            let _ = tx.send(hello.to_string()).await;
-            send_feed(state, started.feed, protocol, &id, tx).await;
+            if outbox.send(hello.to_string()).await.is_ok() {
+                send_feed(state, started.feed, protocol, &id, outbox, slot).await;
+            }
             Ok(())
         }
         ClientMessage::Attach(message) => {
@@ -195,15 +262,10 @@ async fn handle(
             let feed = execute::attach(state, caller, &id, message.after)
                 .await
                 .map_err(|e| (e, Some(id.clone())))?;
-            send_feed(state, feed, protocol, &id, tx).await;
+            send_feed(state, feed, protocol, &id, outbox, slot).await;
             Ok(())
         }
-        ClientMessage::Abort(message) => {
-            let id = message.session_id;
-            execute::abort(state, caller, &id).await.map_err(|e| (e, Some(id.clone())))?;
-            let _ = tx.send(json!({"type": "aborted", "sessionId": id}).to_string()).await;
-            Ok(())
-        }
+        ClientMessage::Abort(_) => Ok(()),
     }
 }
 
@@ -212,7 +274,8 @@ async fn send_feed(
     feed: Feed,
     protocol: Protocol,
     session_id: &str,
-    tx: &mpsc::Sender<String>,
+    outbox: &Outbox,
+    slot: StreamSlot,
 ) {
     let Feed { mut records, seen, mut cancel } = feed;
     let _gauge = ClientGauge::new(Arc::clone(state));
@@ -230,14 +293,17 @@ async fn send_feed(
             cancel.disarm();
         }
         for message in messages {
-            if tx.send(message).await.is_err() {
+            if outbox.send(message).await.is_err() {
                 return;
             }
         }
     }
     let messages: Vec<String> = renderer.finish().map(|f| frame_message(session_id, &f)).collect();
     for message in messages {
-        let _ = tx.send(message).await;
+        if outbox.send(message).await.is_err() {
+            return;
+        }
     }
-    let _ = tx.send(json!({"type": "end", "sessionId": session_id}).to_string()).await;
+    drop(slot);
+    let _ = outbox.send(json!({"type": "end", "sessionId": session_id}).to_string()).await;
 }

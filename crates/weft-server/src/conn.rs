@@ -1,0 +1,677 @@
+//! Connections and their limits: the accept loop [`crate::Server::serve`] runs (HTTP/1.1 on
+//! hyper), a cap on open connections, and the timers that close a connection nobody uses.
+//!
+//! - **Header timeout** ([`Settings::header_timeout`], 10 s): a request's head must arrive whole
+//!   within it, counted from the connection's accept, or from the first byte after a keep-alive
+//!   wait. A client sending its headers a byte at a time (slowloris) is closed.
+//! - **Idle timeout** ([`Settings::idle_timeout`], 60 s): a connection with no request in flight
+//!   is closed after it. A connection is busy from a request's complete head until its response
+//!   body has ended, so a stream that runs for hours (SSE with its keep-alive comments, or a
+//!   quiet NDJSON stream) is never idle, and no timer here cuts a handler that takes long.
+//! - **Body timeout** ([`Settings::body_timeout`], 60 s): a request body must arrive whole
+//!   within it, from the request's start; if not, the answer is `408 request_timeout` and the
+//!   connection closes ([`body_timeout`], a layer of the router). Only reading the body counts.
+//! - **Cap** ([`Settings::max_connections`], 16,384, lowered to the open-file limit minus
+//!   [`FD_RESERVE`]): at the cap a new connection takes the place of the connection waiting the
+//!   longest for a request (an idle keep-alive connection, or one that has not finished its
+//!   head), which is closed. So a flood of idle or slow connections cannot keep anyone out:
+//!   a client's new connection is the last the flood would close, and its request is answered.
+//!   When every connection has a request in flight, the new connection is closed at once
+//!   (accepted and dropped: the client sees it closed).
+//!
+//! Closing an idle connection is what HTTP/1.1 allows a server at any time (clients retry on a
+//! new one); a connection that upgraded to a WebSocket counts against the cap until it closes
+//! and is never closed for being idle here (the WebSocket endpoint has limits of its own).
+//!
+//! Only HTTP/1.1 is served. Before, HTTP/2 with prior knowledge (h2c) was answered too, by a
+//! dependency's feature rather than by choice; nothing used it (browsers speak HTTP/2 only over
+//! TLS), and its streams would need limits of their own.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http_body::{Frame, SizeHint};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use crate::AppState;
+use crate::config::Settings;
+use crate::error::ApiError;
+
+/// File descriptors kept out of the connection cap: the store, tool processes, the listener.
+pub const FD_RESERVE: usize = 256;
+
+/// The fewest connections the cap allows, whatever the open-file limit says.
+const MIN_CONNECTIONS: usize = 16;
+
+/// Why the server closed a connection itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Closed {
+    /// Its request head did not arrive in time.
+    HeaderTimeout,
+    /// It waited for a request longer than the idle timeout.
+    IdleTimeout,
+    /// A new connection took its place at the cap.
+    Evicted,
+    /// It came at the cap with every connection busy.
+    Refused,
+}
+
+impl Closed {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::HeaderTimeout => "header_timeout",
+            Self::IdleTimeout => "idle_timeout",
+            Self::Evicted => "evicted",
+            Self::Refused => "refused",
+        }
+    }
+}
+
+/// The timers of a connection.
+#[derive(Debug, Clone, Copy)]
+struct Timers {
+    header: Option<Duration>,
+    idle: Option<Duration>,
+}
+
+fn nonzero(duration: Duration) -> Option<Duration> {
+    (!duration.is_zero()).then_some(duration)
+}
+
+/// The cap on open connections: `configured` (zero: none), lowered to the open-file limit
+/// minus [`FD_RESERVE`] when that is smaller.
+pub(crate) fn connection_cap(configured: usize) -> usize {
+    let Some(room) = fd_room() else {
+        return if configured == 0 { usize::MAX } else { configured };
+    };
+    if configured == 0 {
+        return room;
+    }
+    if configured > room {
+        tracing::warn!(
+            configured,
+            cap = room,
+            "limits.max_connections is lowered to the open-file limit minus {FD_RESERVE}; raise \
+             the limit (ulimit -n) for more"
+        );
+        return room;
+    }
+    configured
+}
+
+/// How many connections the open-file limit leaves room for.
+fn fd_room() -> Option<usize> {
+    #[cfg(unix)]
+    {
+        let (soft, _) =
+            nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).ok()?;
+        let soft = usize::try_from(soft).unwrap_or(usize::MAX);
+        Some(soft.saturating_sub(FD_RESERVE).max(MIN_CONNECTIONS))
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
+/// Where a connection is in its life.
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// No request in flight since `since` (its accept, or its last response's end); `head`:
+    /// when the next request's head began (a new connection's starts at its accept). `stamp`:
+    /// its place in the order of waiting connections.
+    Waiting { since: Instant, head: Option<Instant>, stamp: u64 },
+    /// This many requests in flight (head read, response body not ended).
+    Busy(usize),
+    /// Handed over to a WebSocket (or another protocol): not HTTP's any more.
+    Upgraded,
+    /// Closed to make room for a new connection; its slot was handed over.
+    Evicted,
+    /// Gone.
+    Released,
+}
+
+/// The open connections: how many hold a slot, and those waiting for a request in the order
+/// they began to wait (the first is the one a new connection replaces at the cap).
+pub(crate) struct Connections {
+    cap: usize,
+    timers: Timers,
+    state: Arc<AppState>,
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    open: usize,
+    next_stamp: u64,
+    waiting: BTreeMap<u64, Arc<Conn>>,
+}
+
+/// One connection's state, shared by its IO (which holds its slot), its requests and its
+/// watchdog.
+pub(crate) struct Conn {
+    connections: Arc<Connections>,
+    phase: Mutex<Phase>,
+    /// Set while waiting with no byte of a next request: the read path looks at this flag, not
+    /// the lock.
+    awaits_head: AtomicBool,
+    /// Wakes the watchdog: the phase changed.
+    wake: tokio::sync::Notify,
+}
+
+impl Connections {
+    fn new(settings: &Settings, state: Arc<AppState>) -> Arc<Self> {
+        Arc::new(Self {
+            cap: connection_cap(settings.max_connections),
+            timers: Timers {
+                header: nonzero(settings.header_timeout),
+                idle: nonzero(settings.idle_timeout),
+            },
+            state,
+            inner: Mutex::new(Inner { open: 0, next_stamp: 0, waiting: BTreeMap::new() }),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A slot for a new connection: a free one, or the slot of the connection waiting the
+    /// longest, which is closed. `None`: every connection is busy.
+    fn admit(self: &Arc<Self>) -> Option<Arc<Conn>> {
+        loop {
+            let (stamp, victim) = {
+                let mut inner = self.lock();
+                if inner.open < self.cap {
+                    inner.open += 1;
+                    self.state.metrics.connection_opened();
+                    return Some(self.register(&mut inner));
+                }
+                inner.waiting.pop_first()?
+            };
+            if victim.evict(stamp) {
+                self.state.metrics.connection_closed(Closed::Evicted);
+                return Some(self.register(&mut self.lock()));
+            }
+        }
+    }
+
+    /// A new connection holding a slot already counted, waiting for its first head.
+    fn register(self: &Arc<Self>, inner: &mut Inner) -> Arc<Conn> {
+        let now = Instant::now();
+        let stamp = inner.next_stamp;
+        inner.next_stamp += 1;
+        let conn = Arc::new(Conn {
+            connections: Arc::clone(self),
+            phase: Mutex::new(Phase::Waiting { since: now, head: Some(now), stamp }),
+            awaits_head: AtomicBool::new(false),
+            wake: tokio::sync::Notify::new(),
+        });
+        inner.waiting.insert(stamp, Arc::clone(&conn));
+        conn
+    }
+}
+
+impl Conn {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Phase> {
+        self.phase.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Closes this connection for a new one if it still waits where `stamp` says.
+    fn evict(&self, stamp: u64) -> bool {
+        let mut phase = self.lock();
+        match *phase {
+            Phase::Waiting { stamp: current, .. } if current == stamp => {
+                *phase = Phase::Evicted;
+                drop(phase);
+                self.wake.notify_one();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Bytes came in: while waiting, the next request's head has begun.
+    fn bytes_read(&self) {
+        if !self.awaits_head.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let mut phase = self.lock();
+        if let Phase::Waiting { head: head @ None, .. } = &mut *phase {
+            *head = Some(Instant::now());
+            drop(phase);
+            self.wake.notify_one();
+        }
+    }
+
+    /// A request's head was read: the connection is busy until its response body ends.
+    fn begin_request(&self) {
+        let mut phase = self.lock();
+        match *phase {
+            Phase::Waiting { stamp, .. } => {
+                *phase = Phase::Busy(1);
+                self.awaits_head.store(false, Ordering::Release);
+                self.connections.lock().waiting.remove(&stamp);
+            }
+            Phase::Busy(n) => *phase = Phase::Busy(n + 1),
+            Phase::Upgraded | Phase::Evicted | Phase::Released => {}
+        }
+    }
+
+    /// A response body ended (or was dropped).
+    fn end_request(self: &Arc<Self>) {
+        let mut phase = self.lock();
+        match *phase {
+            Phase::Busy(n) if n > 1 => *phase = Phase::Busy(n - 1),
+            Phase::Busy(_) => {
+                let mut inner = self.connections.lock();
+                let stamp = inner.next_stamp;
+                inner.next_stamp += 1;
+                inner.waiting.insert(stamp, Arc::clone(self));
+                drop(inner);
+                *phase = Phase::Waiting { since: Instant::now(), head: None, stamp };
+                self.awaits_head.store(true, Ordering::Release);
+                drop(phase);
+                self.wake.notify_one();
+            }
+            Phase::Waiting { .. } | Phase::Upgraded | Phase::Evicted | Phase::Released => {}
+        }
+    }
+
+    /// The connection switched protocols: its life is the new protocol's.
+    fn upgraded(&self) {
+        let mut phase = self.lock();
+        if let Phase::Waiting { stamp, .. } = *phase {
+            self.connections.lock().waiting.remove(&stamp);
+        }
+        if !matches!(*phase, Phase::Evicted | Phase::Released) {
+            *phase = Phase::Upgraded;
+        }
+    }
+
+    /// The socket is gone: its slot is free (unless it was handed over).
+    fn release(&self) {
+        let previous = std::mem::replace(&mut *self.lock(), Phase::Released);
+        if matches!(previous, Phase::Evicted | Phase::Released) {
+            return;
+        }
+        let mut inner = self.connections.lock();
+        inner.open = inner.open.saturating_sub(1);
+        if let Phase::Waiting { stamp, .. } = previous {
+            inner.waiting.remove(&stamp);
+        }
+        drop(inner);
+        self.connections.state.metrics.connection_released();
+    }
+
+    /// When the connection must close, and why; `Err`: it must close now.
+    fn deadline(&self) -> Result<Option<(Instant, Closed)>, Closed> {
+        let timers = self.connections.timers;
+        match *self.lock() {
+            Phase::Waiting { head: Some(head), .. } => {
+                Ok(timers.header.map(|t| (head + t, Closed::HeaderTimeout)))
+            }
+            Phase::Waiting { since, head: None, .. } => {
+                Ok(timers.idle.map(|t| (since + t, Closed::IdleTimeout)))
+            }
+            Phase::Evicted => Err(Closed::Evicted),
+            Phase::Busy(_) | Phase::Upgraded | Phase::Released => Ok(None),
+        }
+    }
+
+    /// Completes when the connection must be closed, with the reason.
+    async fn watchdog(&self) -> Closed {
+        loop {
+            let woken = self.wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            match self.deadline() {
+                Err(reason) => return reason,
+                Ok(Some((at, reason))) if at <= Instant::now() => return reason,
+                Ok(Some((at, _))) => {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(at) => {}
+                        () = woken => {}
+                    }
+                }
+                Ok(None) => woken.await,
+            }
+        }
+    }
+}
+
+/// A connection's socket: reads tell its [`Conn`] that a request began; dropping it frees the
+/// slot (after an upgrade too: the WebSocket owns it then).
+struct TrackedIo {
+    stream: TcpStream,
+    conn: Arc<Conn>,
+}
+
+impl Drop for TrackedIo {
+    fn drop(&mut self) {
+        self.conn.release();
+    }
+}
+
+impl AsyncRead for TrackedIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.conn.bytes_read();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for TrackedIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+/// Marks its connection busy while it lives: from a request's head to its response body's end.
+struct InFlight(Arc<Conn>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.end_request();
+    }
+}
+
+/// A response body that keeps its request in flight until it ends.
+pub(crate) struct TrackedBody {
+    body: Body,
+    _in_flight: InFlight,
+}
+
+impl http_body::Body for TrackedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The router as one connection's hyper service. Every connection gets a clone of the router
+/// (a reference count, as `into_make_service` gave), and its requests the client's address
+/// (`ConnectInfo<SocketAddr>`).
+#[derive(Clone)]
+struct ConnService {
+    router: Router,
+    conn: Arc<Conn>,
+    remote: SocketAddr,
+}
+
+impl hyper::service::Service<axum::http::Request<Incoming>> for ConnService {
+    type Response = axum::http::Response<TrackedBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn call(&self, mut request: axum::http::Request<Incoming>) -> Self::Future {
+        self.conn.begin_request();
+        let in_flight = InFlight(Arc::clone(&self.conn));
+        request.extensions_mut().insert(ConnectInfo(self.remote));
+        let router = self.router.clone();
+        Box::pin(async move {
+            let response = match router.oneshot(request).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            };
+            if response.status() == StatusCode::SWITCHING_PROTOCOLS {
+                in_flight.0.upgraded();
+            }
+            Ok(response.map(|body| TrackedBody { body, _in_flight: in_flight }))
+        })
+    }
+}
+
+/// Serves one connection until it ends, its watchdog closes it, or the shutdown has it finish
+/// its request in flight.
+async fn serve_connection(
+    stream: TcpStream,
+    remote: SocketAddr,
+    conn: Arc<Conn>,
+    router: Router,
+    shutdown: CancellationToken,
+) {
+    let service = ConnService { router, conn: Arc::clone(&conn), remote };
+    let io = TokioIo::new(TrackedIo { stream, conn: Arc::clone(&conn) });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    // The timers are this module's: hyper's header timer would also count the idle wait.
+    builder.header_read_timeout(None);
+    let connection = builder.serve_connection(io, service).with_upgrades();
+    tokio::pin!(connection);
+    let watchdog = conn.watchdog();
+    tokio::pin!(watchdog);
+    let mut finishing = false;
+    loop {
+        tokio::select! {
+            result = connection.as_mut() => {
+                if let Err(error) = result {
+                    tracing::trace!(%error, "connection ended with an error");
+                }
+                return;
+            }
+            reason = &mut watchdog => {
+                tracing::debug!(%remote, reason = reason.as_str(), "closing a connection");
+                if reason != Closed::Evicted {
+                    conn.connections.state.metrics.connection_closed(reason);
+                }
+                // Dropping the connection closes the socket.
+                return;
+            }
+            () = shutdown.cancelled(), if !finishing => {
+                finishing = true;
+                connection.as_mut().graceful_shutdown();
+            }
+        }
+    }
+}
+
+/// Accepts connections until `signal` completes, serving each under the limits; then stops
+/// accepting, has every connection finish the request it is serving (streams end as
+/// `closing` is cancelled), and waits for them, `grace` at most.
+pub(crate) async fn run(
+    listener: TcpListener,
+    router: Router,
+    state: Arc<AppState>,
+    signal: impl Future<Output = ()> + Send + 'static,
+    closing: CancellationToken,
+) {
+    let connections = Connections::new(&state.settings, Arc::clone(&state));
+    tracing::debug!(cap = connections.cap, "connection cap");
+    let shutdown = CancellationToken::new();
+    let mut tasks = JoinSet::new();
+    tokio::pin!(signal);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut signal => break,
+        };
+        while tasks.try_join_next().is_some() {}
+        let (stream, remote) = match accepted {
+            Ok(accepted) => accepted,
+            Err(error) if is_connection_error(&error) => continue,
+            Err(error) => {
+                // Out of file descriptors, most likely: wait rather than spin.
+                tracing::error!(%error, "accepting a connection failed; retrying in 1 s");
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                    () = &mut signal => break,
+                }
+            }
+        };
+        let Some(conn) = connections.admit() else {
+            state.metrics.connection_closed(Closed::Refused);
+            tracing::debug!(%remote, "connection refused: every connection is busy");
+            drop(stream);
+            continue;
+        };
+        // Every event is written as soon as it is rendered: no Nagle delay behind an
+        // unacknowledged one (a stream writes many small chunks).
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "TCP_NODELAY could not be set");
+        }
+        tasks.spawn(serve_connection(stream, remote, conn, router.clone(), shutdown.clone()));
+    }
+    drop(listener);
+    tracing::info!("shutting down: no new connections; ending streams");
+    closing.cancel();
+    shutdown.cancel();
+    let grace = state.settings.shutdown_grace;
+    let finished =
+        tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+    if finished.is_err() {
+        tracing::warn!(connections = tasks.len(), "closing connections still open after the grace");
+        tasks.shutdown().await;
+    }
+}
+
+fn is_connection_error(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        std::io::ErrorKind::ConnectionRefused
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::ConnectionReset
+    )
+}
+
+/// A request body that must arrive whole before a deadline; past it, reading fails and the
+/// response is replaced by a 408 ([`body_timeout`]).
+struct TimedBody {
+    body: Body,
+    deadline: Instant,
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    expired: Arc<AtomicBool>,
+}
+
+/// The error a request body gives past its deadline.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive in time")]
+struct BodyTimedOut;
+
+impl http_body::Body for TimedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let this = &mut *self;
+        if let Poll::Ready(frame) = Pin::new(&mut this.body).poll_frame(cx) {
+            return Poll::Ready(frame);
+        }
+        // Waiting for the client: the deadline counts (its timer only made when needed).
+        let deadline = this.deadline;
+        let sleep = this.sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                this.expired.store(true, Ordering::Release);
+                Poll::Ready(Some(Err(axum::Error::new(BodyTimedOut))))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// Middleware: a request body must arrive within [`Settings::body_timeout`] of the request's
+/// start. When it did not, whatever the handler answered (it could not read its body) becomes
+/// `408 request_timeout` with `Connection: close`.
+pub(crate) async fn body_timeout(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(limit) = nonzero(state.settings.body_timeout) else {
+        return next.run(request).await;
+    };
+    let expired = Arc::new(AtomicBool::new(false));
+    let deadline = Instant::now() + limit;
+    let flag = Arc::clone(&expired);
+    let request =
+        request.map(|body| Body::new(TimedBody { body, deadline, sleep: None, expired: flag }));
+    let response = next.run(request).await;
+    if !expired.load(Ordering::Acquire) {
+        return response;
+    }
+    let mut response = ApiError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        "request_timeout",
+        format!(
+            "the request body did not arrive within {} (limits.body_timeout)",
+            humantime::format_duration(limit)
+        ),
+    )
+    .into_response();
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}

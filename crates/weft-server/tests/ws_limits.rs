@@ -1,0 +1,252 @@
+//! WebSocket messages are requests: rate-limited per key, streams capped per socket and per key,
+//! and a client that does not read is closed with a reason while the server's queue stays
+//! bounded.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use weft_llm::faux::{FauxScript, FauxTurn};
+
+type Socket<S> = tokio_tungstenite::WebSocketStream<S>;
+
+/// Far longer than any timer under test: only a broken limit hits it.
+const BOUND: Duration = Duration::from_secs(30);
+
+const KEY: &str = "key-of-alice-1";
+
+fn ws_request(server: &TestServer) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+    let url = server.url("/api/agent/ws").replace("http://", "ws://");
+    let mut request = url.into_client_request().unwrap();
+    if let Some(key) = &server.key {
+        request.headers_mut().insert("authorization", format!("Bearer {key}").parse().unwrap());
+    }
+    request
+}
+
+async fn connect(
+    server: &TestServer,
+) -> Socket<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+    tokio_tungstenite::connect_async(ws_request(server)).await.unwrap().0
+}
+
+async fn next_json<S>(socket: &mut Socket<S>) -> Value
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    loop {
+        let message = tokio::time::timeout(BOUND, socket.next()).await.unwrap().unwrap().unwrap();
+        if let Message::Text(text) = message {
+            return serde_json::from_str(&text).unwrap();
+        }
+    }
+}
+
+fn execute_message() -> Message {
+    Message::text(
+        json!({"type": "execute", "input": user("Hi"), "context": {"tools": []}}).to_string(),
+    )
+}
+
+/// A metric's value in `/metrics` (the sample with exactly these labels), 0 when absent.
+async fn metric(server: &TestServer, sample: &str) -> f64 {
+    let text = server.get("/metrics", None).send().await.unwrap().text().await.unwrap();
+    text.lines()
+        .find_map(|line| line.strip_prefix(sample)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn executes_over_one_socket_are_rate_limited_past_the_burst() {
+    let script = FauxScript::new([FauxTurn::text("Hello.")]);
+    let server = start_with(
+        script,
+        |b| b,
+        |s| {
+            s.api_keys.insert(KEY.into(), "alice".into());
+            // One token a minute: none comes back during the test.
+            s.requests_per_minute = 1;
+            s.burst = 5;
+        },
+    )
+    .await;
+    let mut socket = connect(&server).await;
+    for _ in 0..10 {
+        socket.send(execute_message()).await.unwrap();
+    }
+    let (mut started, mut ended, mut limited) = (0, 0, 0);
+    while started + limited < 10 || ended < started {
+        let message = next_json(&mut socket).await;
+        match (message["type"].as_str(), message["error"]["code"].as_str()) {
+            (Some("started"), _) => started += 1,
+            (Some("end"), _) => ended += 1,
+            (_, Some("rate_limited")) => {
+                limited += 1;
+                let text = message["error"]["message"].as_str().unwrap();
+                assert!(text.contains("retry in"), "{text}");
+                assert!(!text.contains(KEY), "the key leaked: {text}");
+            }
+            (_, Some(other)) => panic!("unexpected error {other}: {message}"),
+            _ => {}
+        }
+    }
+    // The upgrade took one token of the burst, four executes the rest.
+    assert_eq!((started, limited), (4, 6));
+    // Over HTTP the same key is out of tokens too.
+    let response = server.get("/api/agent/sessions", None).send().await.unwrap();
+    assert_eq!(response.status(), 429);
+}
+
+#[tokio::test]
+async fn streams_are_capped_per_socket_and_per_key() {
+    let server = start_with(
+        stall_script(),
+        |b| b,
+        |s| {
+            s.ws_streams_per_socket = 2;
+            s.ws_streams_per_key = 3;
+        },
+    )
+    .await;
+    let mut first = connect(&server).await;
+    for _ in 0..3 {
+        first.send(execute_message()).await.unwrap();
+    }
+    let mut sessions = Vec::new();
+    let mut refusals = Vec::new();
+    while sessions.len() + refusals.len() < 3 {
+        let message = next_json(&mut first).await;
+        if message["type"] == "started" {
+            sessions.push(message["sessionId"].as_str().unwrap().to_string());
+        } else if message.get("error").is_some() {
+            refusals.push(message);
+        }
+    }
+    assert_eq!(sessions.len(), 2, "{refusals:?}");
+    assert_eq!(refusals[0]["error"]["code"], "too_many_streams");
+    let text = refusals[0]["error"]["message"].as_str().unwrap();
+    assert!(text.contains("limits.ws_streams_per_socket"), "{text}");
+
+    // A second socket of the same key (no keys: one anonymous key) gets the key's third.
+    let mut second = connect(&server).await;
+    second.send(execute_message()).await.unwrap();
+    assert_eq!(next_json(&mut second).await["type"], "started");
+    second
+        .send(Message::text(json!({"type": "attach", "sessionId": sessions[0]}).to_string()))
+        .await
+        .unwrap();
+    let refused = loop {
+        let message = next_json(&mut second).await;
+        if message.get("error").is_some() {
+            break message;
+        }
+    };
+    assert_eq!(refused["error"]["code"], "too_many_streams");
+    assert_eq!(refused["sessionId"], sessions[0].as_str());
+    let text = refused["error"]["message"].as_str().unwrap();
+    assert!(text.contains("limits.ws_streams_per_key"), "{text}");
+
+    // A stream that ends gives its slot back.
+    first
+        .send(Message::text(json!({"type": "abort", "sessionId": sessions[0]}).to_string()))
+        .await
+        .unwrap();
+    loop {
+        let message = next_json(&mut first).await;
+        if message["type"] == "end" && message["sessionId"] == sessions[0].as_str() {
+            break;
+        }
+    }
+    first
+        .send(Message::text(json!({"type": "attach", "sessionId": sessions[0]}).to_string()))
+        .await
+        .unwrap();
+    loop {
+        let message = next_json(&mut first).await;
+        assert!(message.get("error").is_none(), "{message}");
+        if message["type"] == "end" && message["sessionId"] == sessions[0].as_str() {
+            break;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_socket_that_does_not_read_is_closed_with_a_reason_and_a_bounded_queue() {
+    // A long answer in one-character deltas: every attach replays thousands of events.
+    let text: String = "All work and no play. ".repeat(250);
+    let script = FauxScript::new([FauxTurn::text(text).with_chunk_size(1)]);
+    let queue = 64 * 1024;
+    let server = start_with(
+        script,
+        |b| b,
+        |s| {
+            s.ws_send_queue = queue;
+            s.ws_send_timeout = Duration::from_millis(500);
+        },
+    )
+    .await;
+    let (id, frames) = server.execute(json!({"input": user("Go"), "context": {"tools": []}})).await;
+    assert_eq!(last_json(&frames)["status"], "completed");
+
+    // A client with a tiny receive buffer that sends 2,000 attaches and reads nothing.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let stream = socket.connect(server.base.trim_start_matches("http://").parse().unwrap()).await;
+    let (socket, _) =
+        tokio_tungstenite::client_async(ws_request(&server), stream.unwrap()).await.unwrap();
+    let (mut write, mut read) = socket.split();
+    let attach = json!({"type": "attach", "sessionId": id}).to_string();
+    let flood = tokio::spawn(async move {
+        for _ in 0..2000 {
+            if write.send(Message::text(attach.clone())).await.is_err() {
+                return;
+            }
+        }
+    });
+
+    // The server's queue and streams stay bounded until it gives up on the socket.
+    let started = Instant::now();
+    let (mut most_queued, mut most_streams) = (0.0f64, 0.0f64);
+    while metric(&server, "weft_ws_slow_closed_total").await < 1.0 {
+        assert!(started.elapsed() < BOUND, "a socket that does not read was kept open");
+        most_queued = most_queued.max(metric(&server, "weft_ws_queued_bytes").await);
+        most_streams = most_streams.max(metric(&server, "weft_stream_clients").await);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(most_queued <= queue as f64, "{most_queued} bytes queued");
+    assert!(most_streams <= weft_server::DEFAULT_WS_STREAMS_PER_SOCKET as f64, "{most_streams}");
+
+    // Reading now: what the socket buffers held, then the close frame with its reason.
+    let close = tokio::time::timeout(BOUND, async {
+        while let Some(message) = read.next().await {
+            if let Message::Close(frame) = message.unwrap() {
+                return frame;
+            }
+        }
+        None
+    })
+    .await
+    .unwrap()
+    .expect("closed without a close frame");
+    assert_eq!(close.code, CloseCode::Policy);
+    assert!(close.reason.contains("took no data"), "{}", close.reason);
+    assert!(close.reason.contains("limits.ws_send_timeout"), "{}", close.reason);
+    flood.abort();
+
+    // Its streams stopped and its queue is gone.
+    let started = Instant::now();
+    while metric(&server, "weft_stream_clients").await > 0.0
+        || metric(&server, "weft_ws_queued_bytes").await > 0.0
+    {
+        assert!(started.elapsed() < BOUND, "the closed socket's streams or queue remain");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(server.session(&id).await["status"], "completed");
+}
