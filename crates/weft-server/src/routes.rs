@@ -323,25 +323,23 @@ pub(crate) async fn healthz() -> axum::Json<Health> {
     axum::Json(Health { status: "ok".into() })
 }
 
-/// Readiness: the session store answers.
+/// Readiness: the session store takes a write (one that leaves nothing behind), in 2 s.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses(
         (status = 200, description = "Ready", body = Health),
-        (status = 503, description = "The store does not answer", body = Health),
+        (status = 503, description = "The store cannot write (a full disk, a lost database) or does not answer", body = Health),
     ))]
 pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     let Some(store) = state.agent.store() else {
         return axum::Json(Health { status: "ok".into() }).into_response();
     };
     let started = std::time::Instant::now();
-    let probe =
-        tokio::time::timeout(std::time::Duration::from_secs(2), store.head("weft-readiness-probe"))
-            .await;
+    let probe = tokio::time::timeout(std::time::Duration::from_secs(2), store.probe_write()).await;
     state.metrics.store_call(started.elapsed());
     match probe {
-        Ok(Ok(_)) => axum::Json(Health { status: "ok".into() }).into_response(),
+        Ok(Ok(())) => axum::Json(Health { status: "ok".into() }).into_response(),
         Ok(Err(error)) => {
-            tracing::warn!(%error, "readiness: the store failed");
+            tracing::warn!(%error, "readiness: the store cannot write");
             (StatusCode::SERVICE_UNAVAILABLE, axum::Json(Health { status: "unavailable".into() }))
                 .into_response()
         }

@@ -66,6 +66,11 @@ pub async fn start_with(
     start_on(dir, &path, script, agent, settings).await
 }
 
+/// A server on the SQLite file `path` (somewhere a test prepared: a small file system …).
+pub async fn start_at(path: &std::path::Path, script: FauxScript) -> TestServer {
+    start_on(tempfile::tempdir().unwrap(), path, script, |b| b, |_| {}).await
+}
+
 /// A second server (a replica) on the SQLite file of `first`, as another process would open it.
 pub async fn replica_of(
     first: &TestServer,
