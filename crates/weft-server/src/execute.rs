@@ -55,6 +55,9 @@ pub(crate) fn check_id(id: &str) -> Result<(), ApiError> {
 fn agent_error(error: AgentError) -> ApiError {
     match error {
         AgentError::Store(store) => ApiError::store(&store),
+        AgentError::InvalidToolName { .. } => {
+            ApiError::bad_request("invalid_tool_name", error.to_string())
+        }
         AgentError::UnknownProvider { name, allowed } => unknown_provider(&name, &allowed),
         other => ApiError::bad_request("invalid_tools", other.to_string()),
     }

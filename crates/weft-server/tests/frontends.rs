@@ -88,6 +88,24 @@ async fn bad_bodies_are_400_saying_where() {
         ("/api/chat", json!({"id": "c", "messages": []}), "must end with a user message"),
         (
             "/api/chat",
+            json!({"id": "c", "messages": [{"role": "user", "parts": [{"type": "text", "text": 5}]}]}),
+            "messages[0].parts[0].text: expected a string, got a number",
+        ),
+        (
+            "/api/chat",
+            json!({"id": "c", "messages": [{"role": "user", "parts": [{"text": "hi"}]}]}),
+            "messages[0].parts[0]: missing field `type`",
+        ),
+        (
+            "/api/chat",
+            json!({"id": "c", "messages": [
+                {"role": "user", "parts": [{"type": "text", "text": "hi"}]},
+                {"role": "assistant", "parts": [{"type": "tool-get_weather", "toolCallId": 7}]},
+                {"role": "user", "parts": [{"type": "text", "text": "and?"}]}]}),
+            "messages[1].parts[0].toolCallId: expected a string",
+        ),
+        (
+            "/api/chat",
             json!({"id": "bad id!", "messages": [{"role": "user", "parts": []}]}),
             "invalid session id",
         ),

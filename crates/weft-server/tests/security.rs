@@ -204,3 +204,69 @@ async fn cors_follows_the_configuration() {
         .unwrap();
     assert!(response.headers().get("access-control-allow-origin").is_none());
 }
+
+/// Tool names are limited to what every provider accepts, wherever a client sends tools.
+#[tokio::test]
+async fn tool_names_providers_refuse_are_400_naming_the_tool() {
+    let server = start(weather_script()).await;
+    let long = "t".repeat(100 * 1024);
+    for name in [long.as_str(), "get.weather", "get weather"] {
+        let tool = json!({"name": name, "description": "d", "parameters": {"type": "object"}});
+        let shown: String = name.chars().take(20).collect();
+        for (path, body) in [
+            ("/api/agent/execute", json!({"input": user("hi"), "context": {"tools": [tool]}})),
+            (
+                "/api/ag-ui",
+                json!({"threadId": format!("t-{}", name.len()), "runId": "r",
+                       "messages": [{"id": "u", "role": "user", "content": "hi"}],
+                       "tools": [tool]}),
+            ),
+            (
+                "/api/chat",
+                json!({"id": format!("c-{}", name.len()),
+                       "messages": [{"id": "u", "role": "user", "parts": [{"type": "text", "text": "hi"}]}],
+                       "tools": [tool]}),
+            ),
+        ] {
+            let response = server.post(path, None).json(&body).send().await.unwrap();
+            let (status, error) = error_of(response).await;
+            assert_eq!(status, 400, "{path}: {error}");
+            assert_eq!(error["error"]["code"], "invalid_tool_name", "{path}: {error}");
+            let message = error["error"]["message"].as_str().unwrap();
+            assert!(message.contains(&shown), "{path}: {message}");
+            assert!(message.len() < 300, "{path}: the message repeats the whole name");
+        }
+    }
+}
+
+/// An approval for a call that waits for its result (not for approval) says so: 422.
+#[tokio::test]
+async fn an_approval_for_a_call_awaiting_its_result_is_422() {
+    let server = start(weather_script()).await;
+    let (id, _) = server
+        .execute(json!({"input": user("Weather?"), "context": {"tools": [remote_weather_tool()]}}))
+        .await;
+    assert_eq!(server.settled(&id).await["status"], "awaiting_tool_execution");
+    let response = server
+        .post("/api/agent/execute", None)
+        .json(&json!({"sessionId": id, "input": {"approvals": [
+            {"toolCallId": "call-1", "approved": true}]}}))
+        .send()
+        .await
+        .unwrap();
+    let (status, error) = error_of(response).await;
+    assert_eq!(status, 422, "{error}");
+    assert_eq!(error["error"]["code"], "wrong_answer_kind");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(message.contains("waiting for its result, not for an approval"), "{message}");
+    // The call still waits, and its result is taken.
+    let response = server
+        .post("/api/agent/execute", None)
+        .json(&json!({"sessionId": id, "input": [{"role": "toolResult", "toolCallId": "call-1",
+            "toolName": "get_weather", "content": "Sunny"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let _ = response.text().await.unwrap();
+}
