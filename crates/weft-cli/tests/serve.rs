@@ -60,6 +60,9 @@ fn without_keys_a_public_address_is_refused() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("refusing to listen on 0.0.0.0"), "{stderr}");
+    // It never said it was serving: the refusal is the one line.
+    assert!(!stderr.contains("serving"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
 
 fn http(addr: &str, request: &str) -> String {

@@ -15,7 +15,7 @@
 //! | `GET /api/agent/ws` | the same over WebSocket text frames (see the `ws` module source) |
 //! | `POST /api/ag-ui` | AG-UI 1.0: `RunAgentInput` in, AG-UI events out (see the `agui` module source) |
 //! | `POST /api/chat`, `GET /api/chat/{id}/stream` | the Vercel AI SDK's `useChat` (6 and 7): its request in, the UI message stream out; the GET resumes the running stream (204: none) |
-//! | `GET /healthz`, `GET /readyz`, `GET /metrics`, `GET /openapi.json` | liveness, readiness (the store answers), Prometheus metrics, the API description |
+//! | `GET /healthz`, `GET /readyz`, `GET /metrics`, `GET /openapi.json` | liveness, readiness (the store takes a write), Prometheus metrics (with keys: a key needed, unless [`Settings::metrics_public`]), the API description |
 //! | `GET /`, `GET /playground/{file}` | the web playground (`clients/typescript`, embedded) |
 //!
 //! Streams are in the format `?protocol=native|loom|loom-export|aceai|ag-ui|vercel` asks for,
@@ -79,9 +79,9 @@ pub use api::{
     SessionList, SessionView,
 };
 pub use config::{
-    ConfigError, DEFAULT_ADDR, DEFAULT_BODY_BYTES, DEFAULT_BURST, DEFAULT_REQUESTS_PER_MINUTE,
-    DEFAULT_SHUTDOWN_GRACE, ProviderEntry, ServeConfig, Settings, find_file, parse_api_keys,
-    parse_duration, parse_providers,
+    ConfigError, DEFAULT_ADDR, DEFAULT_BODY_BYTES, DEFAULT_BURST, DEFAULT_FAILED_KEYS_PER_MINUTE,
+    DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_SHUTDOWN_GRACE, ProviderEntry, ServeConfig, Settings,
+    find_file, parse_api_keys, parse_duration, parse_providers,
 };
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 
@@ -91,6 +91,8 @@ pub(crate) struct AppState {
     pub(crate) settings: Settings,
     pub(crate) metrics: metrics::Metrics,
     pub(crate) limiter: auth::RateLimiter,
+    /// Wrong API keys per client address.
+    pub(crate) failed_keys: auth::RateLimiter,
     /// Cancelled when the server shuts down: streams end.
     pub(crate) closing: CancellationToken,
     /// Per session: how far its event log was scanned, and its `session_end` seqs.
@@ -176,12 +178,17 @@ impl Server {
     /// survive restarts, and streams resume from it.
     pub fn new(agent: Agent, settings: Settings) -> Self {
         let limiter = auth::RateLimiter::new(settings.requests_per_minute, settings.burst);
+        let failed_keys = auth::RateLimiter::new(
+            settings.failed_keys_per_minute,
+            settings.failed_keys_per_minute,
+        );
         Self {
             state: Arc::new(AppState {
                 agent,
                 settings,
                 metrics: metrics::Metrics::default(),
                 limiter,
+                failed_keys,
                 closing: CancellationToken::new(),
                 ends: Mutex::new(HashMap::new()),
                 runs: execute::Runs::default(),
@@ -194,7 +201,7 @@ impl Server {
     /// The router with every endpoint and layer (tests may drive it directly).
     pub fn router(&self) -> Router {
         let state = Arc::clone(&self.state);
-        let api = Router::new()
+        let mut api = Router::new()
             .route("/api/agent/execute", post(routes::execute))
             .route(
                 "/api/agent/session/{id}",
@@ -206,16 +213,24 @@ impl Server {
             .route("/api/agent/ws", get(ws::upgrade))
             .route("/api/ag-ui", post(agui::run))
             .route("/api/chat", post(chat::post))
-            .route("/api/chat/{id}/stream", get(chat::resume))
-            .route_layer(middleware::from_fn_with_state(Arc::clone(&state), auth::authenticate));
+            .route("/api/chat/{id}/stream", get(chat::resume));
+        // The metrics show every owner's use: behind the keys, unless made public.
+        let mut operations = Router::new()
+            .route("/healthz", get(routes::healthz))
+            .route("/readyz", get(routes::readyz))
+            .route("/openapi.json", get(routes::openapi));
+        if state.settings.metrics_public {
+            operations = operations.route("/metrics", get(routes::metrics));
+        } else {
+            api = api.route("/metrics", get(routes::metrics));
+        }
+        let api =
+            api.route_layer(middleware::from_fn_with_state(Arc::clone(&state), auth::authenticate));
         let request_id = HeaderName::from_static("x-request-id");
         Router::new()
             .merge(api)
             .merge(playground::routes())
-            .route("/healthz", get(routes::healthz))
-            .route("/readyz", get(routes::readyz))
-            .route("/metrics", get(routes::metrics))
-            .route("/openapi.json", get(routes::openapi))
+            .merge(operations)
             .fallback(routes::not_found)
             .method_not_allowed_fallback(routes::method_not_allowed)
             .layer(DefaultBodyLimit::max(state.settings.body_bytes))
@@ -241,18 +256,27 @@ impl Server {
             .with_state(state)
     }
 
+    /// Whether this server may listen on `addr`: without API keys, only a loopback address
+    /// ([`ServeError::Unprotected`] otherwise). [`serve`](Self::serve) checks it too; a caller
+    /// checks it first to say "serving" only when it will.
+    pub fn check_addr(&self, addr: SocketAddr) -> Result<(), ServeError> {
+        if self.state.settings.api_keys.is_empty() && !addr.ip().is_loopback() {
+            return Err(ServeError::Unprotected(addr));
+        }
+        Ok(())
+    }
+
     /// Serves on `listener` until `shutdown` completes; then stops accepting, ends the streams,
     /// lets runs end for the configured grace, aborts those still going (an abort is saved: every
-    /// run rests at a durable point and gives its lease back), and returns.
+    /// run rests at a durable point and gives its lease back), and returns. Each request carries
+    /// its peer's address (`ConnectInfo<SocketAddr>`): wrong API keys are counted per address.
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         let addr = listener.local_addr()?;
-        if self.state.settings.api_keys.is_empty() && !addr.ip().is_loopback() {
-            return Err(ServeError::Unprotected(addr));
-        }
+        self.check_addr(addr)?;
         let closing = self.state.closing.clone();
         let app = self.router();
         tracing::info!(%addr, "weft server listening");
@@ -263,11 +287,11 @@ impl Server {
                 tracing::debug!(%error, "TCP_NODELAY could not be set");
             }
         });
-        // `into_make_service`: every connection gets a clone of this router (a reference count).
+        // `into_make_service…`: every connection gets a clone of this router (a reference count).
         // Given the `Router` itself, axum rebuilds it for each connection (`with_state`: the
         // route table and every route's boxed service and layers, ~27 KiB a connection, held
         // for the connection's life).
-        axum::serve(listener, app.into_make_service())
+        axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
             .with_graceful_shutdown(async move {
                 shutdown.await;
                 tracing::info!("shutting down: no new connections; ending streams");

@@ -351,9 +351,15 @@ pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     }
 }
 
-/// Prometheus metrics (text exposition format).
+/// Prometheus metrics (text exposition format). They show every owner's use: on a server with
+/// API keys a key is needed, unless the configuration makes them public (`[metrics] public`).
 #[utoipa::path(get, path = "/metrics", tag = "operations",
-    responses((status = 200, description = "Metrics", content_type = "text/plain", body = String)))]
+    responses(
+        (status = 200, description = "Metrics", content_type = "text/plain", body = String),
+        (status = 401, description = "Missing or invalid API key (a server with keys, metrics not public)", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
 pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     let mut response = Response::new(Body::from(state.metrics.render()));
     response.headers_mut().insert(

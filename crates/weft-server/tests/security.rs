@@ -270,3 +270,146 @@ async fn an_approval_for_a_call_awaiting_its_result_is_422() {
     assert_eq!(response.status(), 200);
     let _ = response.text().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_bearer_scheme_is_matched_in_any_case() {
+    let server = keyed(|_| {}).await;
+    for value in [format!("BEARER {ALICE}"), format!("bEaReR {ALICE}"), format!("Bearer   {ALICE}")]
+    {
+        let response = server
+            .client
+            .get(server.url("/api/agent/sessions"))
+            .header("authorization", &value)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{value:?}");
+    }
+    let response = server
+        .client
+        .get(server.url("/api/agent/sessions"))
+        .header("authorization", format!("Basic {ALICE}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401, "another scheme");
+}
+
+/// A client that sends wrong keys is stopped after the configured number (30 a minute by
+/// default), whatever key it tries next; another address is not.
+#[tokio::test]
+async fn wrong_keys_are_throttled_per_client_address() {
+    let server = keyed(|_| {}).await;
+    let sessions = server.url("/api/agent/sessions");
+    for i in 0..weft_server::DEFAULT_FAILED_KEYS_PER_MINUTE {
+        let guess = format!("guess-{i:08}");
+        let response = server.client.get(&sessions).bearer_auth(guess).send().await.unwrap();
+        assert_eq!(response.status(), 401, "guess {i}");
+    }
+    let response = server.client.get(&sessions).bearer_auth("guess-last").send().await.unwrap();
+    assert_eq!(response.status(), 429);
+    let wait: u64 = response.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    let (_, error) = error_of(response).await;
+    assert_eq!(error["error"]["code"], "too_many_failed_keys");
+    // The right key is not even checked from there: a guess that hits is no different.
+    let response = server.client.get(&sessions).bearer_auth(ALICE).send().await.unwrap();
+    assert_eq!(response.status(), 429);
+    // Another address (127.0.0.2 is loopback too) has its own count.
+    let other = reqwest::Client::builder()
+        .no_proxy()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .unwrap();
+    let response = other.get(&sessions).bearer_auth(ALICE).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+#[tokio::test]
+async fn metrics_need_a_key_unless_made_public() {
+    let server = keyed(|_| {}).await;
+    let response = server.client.get(server.url("/metrics")).send().await.unwrap();
+    let (status, error) = error_of(response).await;
+    assert_eq!((status, error["error"]["code"].as_str()), (401, Some("unauthorized")));
+    let response = server.get("/metrics", Some(BOB)).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.text().await.unwrap().contains("weft_runs_active"));
+
+    let public = start_with(
+        weather_script(),
+        |b| b,
+        |s| {
+            s.api_keys = weft_server::parse_api_keys(&format!("{ALICE}=alice")).unwrap();
+            s.metrics_public = true;
+        },
+    )
+    .await;
+    let response = public.client.get(public.url("/metrics")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+/// Tool names are limited to what every provider accepts, wherever a client sends tools.
+#[tokio::test]
+async fn tool_names_providers_refuse_are_400_naming_the_tool() {
+    let server = start(weather_script()).await;
+    let long = "t".repeat(100 * 1024);
+    for name in [long.as_str(), "get.weather", "get weather"] {
+        let tool = json!({"name": name, "description": "d", "parameters": {"type": "object"}});
+        let shown: String = name.chars().take(20).collect();
+        for (path, body) in [
+            ("/api/agent/execute", json!({"input": user("hi"), "context": {"tools": [tool]}})),
+            (
+                "/api/ag-ui",
+                json!({"threadId": format!("t-{}", name.len()), "runId": "r",
+                       "messages": [{"id": "u", "role": "user", "content": "hi"}],
+                       "tools": [tool]}),
+            ),
+            (
+                "/api/chat",
+                json!({"id": format!("c-{}", name.len()),
+                       "messages": [{"id": "u", "role": "user", "parts": [{"type": "text", "text": "hi"}]}],
+                       "tools": [tool]}),
+            ),
+        ] {
+            let response = server.post(path, None).json(&body).send().await.unwrap();
+            let (status, error) = error_of(response).await;
+            assert_eq!(status, 400, "{path}: {error}");
+            assert_eq!(error["error"]["code"], "invalid_tool_name", "{path}: {error}");
+            let message = error["error"]["message"].as_str().unwrap();
+            assert!(message.contains(&shown), "{path}: {message}");
+            assert!(message.len() < 300, "{path}: the message repeats the whole name");
+        }
+    }
+}
+
+/// An approval for a call that waits for its result (not for approval) says so: 422.
+#[tokio::test]
+async fn an_approval_for_a_call_awaiting_its_result_is_422() {
+    let server = start(weather_script()).await;
+    let (id, _) = server
+        .execute(json!({"input": user("Weather?"), "context": {"tools": [remote_weather_tool()]}}))
+        .await;
+    assert_eq!(server.settled(&id).await["status"], "awaiting_tool_execution");
+    let response = server
+        .post("/api/agent/execute", None)
+        .json(&json!({"sessionId": id, "input": {"approvals": [
+            {"toolCallId": "call-1", "approved": true}]}}))
+        .send()
+        .await
+        .unwrap();
+    let (status, error) = error_of(response).await;
+    assert_eq!(status, 422, "{error}");
+    assert_eq!(error["error"]["code"], "wrong_answer_kind");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(message.contains("waiting for its result, not for an approval"), "{message}");
+    // The call still waits, and its result is taken.
+    let response = server
+        .post("/api/agent/execute", None)
+        .json(&json!({"sessionId": id, "input": [{"role": "toolResult", "toolCallId": "call-1",
+            "toolName": "get_weather", "content": "Sunny"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let _ = response.text().await.unwrap();
+}
