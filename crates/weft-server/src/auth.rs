@@ -3,11 +3,11 @@
 //!
 //! With keys configured, every `/api/…` request needs `Authorization: Bearer KEY` (401
 //! otherwise; the scheme is case-insensitive, RFC 9110 §11.1) and sees only its owner's
-//! sessions. Wrong keys are counted per client address (an IPv6 address by its /64): past
-//! [`Settings::failed_keys_per_minute`] an address gets 429 for every keyed request, right key or
-//! not, until its bucket refills, so keys cannot be guessed at speed. Without keys there is one
-//! anonymous caller who sees every session, and the server refuses to listen on anything but
-//! loopback.
+//! sessions, in its owner's namespace of session ids (see `ids`). Wrong keys are counted per
+//! client address (an IPv6 address by its /64): past [`Settings::failed_keys_per_minute`] an
+//! address gets 429 for every keyed request, right key or not, until its bucket refills, so keys
+//! cannot be guessed at speed. Without keys there is one anonymous caller who sees every session,
+//! and the server refuses to listen on anything but loopback.
 //!
 //! [`Settings::failed_keys_per_minute`]: crate::Settings::failed_keys_per_minute
 
@@ -30,9 +30,17 @@ use crate::error::ApiError;
 pub(crate) struct Caller {
     /// The key's owner; `None` when the server has no keys (every session is visible).
     pub(crate) owner: Option<String>,
+    /// The owner's namespace of stored session ids (`TAG~`; see `ids`).
+    pub(crate) prefix: Option<Arc<str>>,
 }
 
 impl Caller {
+    /// The caller of a request by `owner` (`None`: a server without keys).
+    pub(crate) fn new(owner: Option<String>) -> Self {
+        let prefix = owner.as_deref().map(|o| Arc::from(crate::ids::prefix(o)));
+        Self { owner, prefix }
+    }
+
     /// The sessions this caller may see.
     pub(crate) fn scope(&self) -> OwnerScope<'_> {
         match &self.owner {
@@ -98,7 +106,7 @@ pub(crate) async fn authenticate(
 ) -> Result<Response, ApiError> {
     let keys = &state.settings.api_keys;
     let (caller, bucket) = if keys.is_empty() {
-        (Caller { owner: None }, String::new())
+        (Caller::new(None), String::new())
     } else {
         let given = request
             .headers()
@@ -130,7 +138,7 @@ pub(crate) async fn authenticate(
             ));
         };
         // The bucket is per key; its name is the owner plus a key fingerprint, never the key.
-        (Caller { owner: Some(owner.to_string()) }, format!("{owner}/{}", fingerprint(given)))
+        (Caller::new(Some(owner.to_string())), format!("{owner}/{}", fingerprint(given)))
     };
     if let Some(wait) = state.limiter.take(&bucket) {
         return Err(ApiError::new(

@@ -50,6 +50,7 @@ mod config;
 mod error;
 mod execute;
 mod frontends;
+mod ids;
 mod metrics;
 mod openapi;
 mod playground;

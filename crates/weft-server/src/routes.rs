@@ -168,7 +168,7 @@ pub(crate) async fn get_session(
         pending_approvals: s.pending_approvals(),
         run_id: s.run.as_ref().map(|r| r.run_id.clone()),
         last_event_seq: last_event_seq.max(s.last_event_seq),
-        id: s.id,
+        id: caller.client_id(&s.id).to_string(),
         status: s.status,
         provider: s.provider,
         model: s.model,
@@ -276,10 +276,16 @@ pub(crate) async fn list_sessions(
             )?
         }
     };
-    let sessions = state.agent.list_sessions(caller.scope(), limit).await.map_err(|e| match e {
-        weft_agent::AgentError::Store(s) => ApiError::store(&s),
-        other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", other.to_string()),
-    })?;
+    let mut sessions =
+        state.agent.list_sessions(caller.scope(), limit).await.map_err(|e| match e {
+            weft_agent::AgentError::Store(s) => ApiError::store(&s),
+            other => {
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", other.to_string())
+            }
+        })?;
+    for head in &mut sessions {
+        head.id = caller.client_id(&head.id).to_string();
+    }
     Ok(axum::Json(SessionList { sessions }))
 }
 
@@ -304,15 +310,26 @@ pub(crate) async fn delete_session(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     execute::check_id(&id)?;
-    let deleted = state.agent.delete_session(&id, caller.scope()).await.map_err(|e| match e {
-        weft_agent::AgentError::Store(s) => ApiError::store(&s),
-        other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", other.to_string()),
-    })?;
-    if !deleted {
-        return Err(ApiError::session_not_found(&id));
+    let delete = |stored: String| async {
+        let deleted =
+            state.agent.delete_session(&stored, caller.scope()).await.map_err(|e| match e {
+                weft_agent::AgentError::Store(s) => ApiError::store(&s),
+                other => {
+                    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", other.to_string())
+                }
+            })?;
+        Ok::<_, ApiError>(deleted.then_some(stored))
+    };
+    let mut deleted = delete(caller.store_id(&id)).await?;
+    if let (None, Some(legacy)) = (&deleted, caller.legacy_id(&id)) {
+        // Stored before owners had namespaces (the scope keeps it to its owner).
+        deleted = delete(legacy.to_string()).await?;
     }
-    state.forget(&id);
-    tracing::info!(session_id = %id, "session deleted");
+    let Some(stored) = deleted else {
+        return Err(ApiError::session_not_found(&id));
+    };
+    state.forget(&stored);
+    tracing::info!(session_id = %stored, "session deleted");
     Ok(StatusCode::NO_CONTENT)
 }
 

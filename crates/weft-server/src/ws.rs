@@ -32,6 +32,7 @@ use crate::api::{ExecuteRequest, QueryParams, parse_json};
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::execute;
+use crate::ids::ClientIds;
 use crate::routes::FormatQuery;
 use crate::stream::{ClientGauge, Feed, Renderer};
 
@@ -201,9 +202,9 @@ async fn send_feed(
     session_id: &str,
     tx: &mpsc::Sender<String>,
 ) {
-    let Feed { mut records, seen, mut cancel } = feed;
+    let Feed { mut records, seen, mut cancel, ids } = feed;
     let _gauge = ClientGauge::new(Arc::clone(state));
-    let mut renderer = Renderer::new(protocol);
+    let mut renderer = Renderer::with_encoder(ClientIds::wrap(protocol.encoder(), ids.as_ref()));
     while let Some(record) = records.next().await {
         if record.seq <= seen {
             renderer.prime(&record);

@@ -163,6 +163,21 @@ impl TestServer {
         panic!("session {id} still running");
     }
 
+    /// Waits until the session (of the owner of `key`) is not `running`.
+    pub async fn settled_as(&self, id: &str, key: &str) -> Value {
+        for _ in 0..400 {
+            let response =
+                self.get(&format!("/api/agent/session/{id}"), Some(key)).send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            let session: Value = response.json().await.unwrap();
+            if session["status"] != "running" {
+                return session;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("session {id} still running");
+    }
+
     /// Attaches and reads the whole stream.
     pub async fn attach(&self, id: &str, query: &str, last_event_id: Option<u64>) -> Vec<Frame> {
         let mut request = self.get(&format!("/api/agent/session/{id}/stream{query}"), None);
