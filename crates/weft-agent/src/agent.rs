@@ -541,11 +541,15 @@ impl Agent {
     }
 
     /// Creates a session (in the store, when the agent has one). Fails when a remote tool's
-    /// name is taken or its schema is invalid, or when the store refuses (an id taken).
+    /// name is taken or not one every provider accepts ([`AgentError::InvalidToolName`]) or its
+    /// schema is invalid, or when the store refuses (an id taken).
     pub async fn create_session(
         &self,
         options: SessionOptions,
     ) -> Result<SessionHandle, AgentError> {
+        if let Some(spec) = options.tools.iter().find(|t| !weft_core::valid_tool_name(&t.name)) {
+            return Err(AgentError::InvalidToolName { name: spec.name.clone() });
+        }
         let id = options.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let named = match &options.provider {
             None => None,

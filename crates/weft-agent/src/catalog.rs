@@ -66,6 +66,9 @@ pub(crate) struct LocalTools {
 impl LocalTools {
     pub(crate) fn add(&mut self, tool: Arc<dyn Tool>, source: &str) -> Result<(), AgentError> {
         let name = tool.spec().name.clone();
+        if !weft_core::valid_tool_name(&name) {
+            return Err(AgentError::InvalidToolName { name });
+        }
         if let Some(taken) = self.by_name.get(&name) {
             return Err(if taken.source == source {
                 AgentError::DuplicateTool(name)
@@ -158,7 +161,9 @@ pub(crate) struct RemoteTools {
 }
 
 impl RemoteTools {
-    /// Compiles the session's specs; a name that a local tool already has is an error.
+    /// Compiles the session's specs; a name that a local tool already has is an error. (Names
+    /// are checked against the providers' rule when a session is created, not here: a session
+    /// stored before the rule still loads.)
     pub(crate) fn new(specs: &[ToolSpec], local: &LocalTools) -> Result<Self, AgentError> {
         let mut by_name = HashMap::new();
         for spec in specs {

@@ -20,6 +20,17 @@ pub enum AgentError {
         /// The source that supplied it again.
         second: String,
     },
+    /// A tool's name is not one every provider accepts (1 to 64 of `A-Z a-z 0-9 _ -`:
+    /// [`weft_core::valid_tool_name`]); the name is shown cut to 64 characters.
+    #[error(
+        "tool name {} is not accepted by model providers: use 1 to {} letters, digits, '_' or '-'",
+        shown_name(.name),
+        weft_core::MAX_TOOL_NAME
+    )]
+    InvalidToolName {
+        /// The name.
+        name: String,
+    },
     /// A tool's parameter schema is not a JSON Schema.
     #[error("the parameter schema of tool {tool:?} is not a valid JSON Schema: {reason}")]
     InvalidToolSchema {
@@ -39,6 +50,16 @@ pub enum AgentError {
         /// The providers the agent has.
         allowed: Vec<String>,
     },
+}
+
+/// A tool name as an error shows it: quoted, cut to the longest valid length (with its size).
+fn shown_name(name: &str) -> String {
+    let cut: String = name.chars().take(weft_core::MAX_TOOL_NAME).collect();
+    if cut.len() == name.len() {
+        format!("{cut:?}")
+    } else {
+        format!("{cut:?}… ({} bytes)", name.len())
+    }
 }
 
 /// Why `execute` refused an input. A refused input changes nothing.
@@ -75,6 +96,18 @@ pub enum ExecuteError {
     /// An approval decision for a call that is not waiting for one.
     #[error("no tool call awaiting approval has id {0:?}")]
     UnknownApproval(String),
+    /// An approval decision for a call that waits for its (remote) result, not for approval.
+    #[error(
+        "tool call {0:?} is waiting for its result, not for an approval: send its result as a \
+         toolResult message"
+    )]
+    AwaitsResult(String),
+    /// A tool result for a call that waits for an approval decision, not for a result.
+    #[error(
+        "tool call {0:?} is waiting for an approval, not for a result: send an approval \
+         decision for it"
+    )]
+    AwaitsApproval(String),
     /// The same call is answered twice in one input.
     #[error("tool call {0:?} is answered more than once")]
     DuplicateAnswer(String),

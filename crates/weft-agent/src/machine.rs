@@ -322,12 +322,14 @@ impl Machine {
                         .calls
                         .iter()
                         .position(|s| s.call.id == *id && s.state == CallState::AwaitingApproval)
-                        .ok_or_else(|| {
-                            if turn.calls.iter().any(|s| s.call.id == *id) {
-                                ExecuteError::AlreadyAnswered(id.clone())
-                            } else {
-                                ExecuteError::UnknownApproval(id.clone())
+                        .ok_or_else(|| match turn.calls.iter().find(|s| s.call.id == *id) {
+                            Some(slot)
+                                if matches!(slot.state, CallState::AwaitingResult { .. }) =>
+                            {
+                                ExecuteError::AwaitsResult(id.clone())
                             }
+                            Some(_) => ExecuteError::AlreadyAnswered(id.clone()),
+                            None => ExecuteError::UnknownApproval(id.clone()),
                         })?;
                     indices.push(index);
                 }
@@ -846,6 +848,9 @@ fn open_turn_mut(session: &mut Session) -> Result<&mut OpenTurn, ExecuteError> {
 /// A result for `id`, which no call of the open turn awaits: a call answered already (in this
 /// turn or an earlier one), or one that never was.
 fn unknown_or_answered(session: &Session, turn: &OpenTurn, id: &str) -> ExecuteError {
+    if turn.calls.iter().any(|s| s.call.id == id && s.state == CallState::AwaitingApproval) {
+        return ExecuteError::AwaitsApproval(id.to_string());
+    }
     let in_turn =
         turn.calls.iter().any(|s| s.call.id == id && matches!(s.state, CallState::Done { .. }));
     if in_turn || answered_before(session, id) {

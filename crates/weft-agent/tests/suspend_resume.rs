@@ -438,3 +438,56 @@ async fn max_turns_counts_model_calls_across_the_resumes_of_one_run() {
     assert_eq!(fourth.status, SessionStatus::AwaitingToolExecution);
     assert_eq!(provider.calls(), 3);
 }
+
+#[tokio::test]
+async fn an_answer_of_the_wrong_kind_says_what_the_call_waits_for() {
+    // A remote call waits for its result: an approval for it is refused as such.
+    let provider = Recording::new([FauxTurn::tool_call("read_page", json!({"selector": "h1"}))]);
+    let agent = counting_agent(provider, Arc::default(), false);
+    let session = agent
+        .create_session(SessionOptions { tools: vec![browser_tool()], ..Default::default() })
+        .await
+        .unwrap();
+    let (_, result) = run(&agent, &session, Input::text("title?")).await;
+    let call = result.pending_tool_calls[0].clone();
+    let before = session.snapshot();
+    let approve = Input::Approvals { approvals: vec![ApprovalDecision::approve(&call.id)] };
+    let err = agent.execute(&session, approve).await.err().unwrap();
+    assert_eq!(err, ExecuteError::AwaitsResult(call.id.clone()));
+    assert!(err.to_string().contains("waiting for its result, not for an approval"), "{err}");
+    assert_eq!(session.snapshot(), before, "a refused answer changes nothing");
+
+    // A call waits for approval: a result for it is refused as such.
+    let runs = Arc::new(AtomicUsize::new(0));
+    let provider = Recording::new([FauxTurn::tool_call("delete_file", json!({"path": "/x"}))]);
+    let agent = counting_agent(provider, runs.clone(), true);
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
+    let (_, result) = run(&agent, &session, Input::text("clean up")).await;
+    let call = result.pending_approvals[0].clone();
+    let answer = Input::ToolResults(vec![ToolResultMessage::ok(&call, "deleted it myself")]);
+    let err = agent.execute(&session, answer).await.err().unwrap();
+    assert_eq!(err, ExecuteError::AwaitsApproval(call.id.clone()));
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn tool_names_providers_refuse_are_refused_when_tools_are_given() {
+    let named = |name: &str| tool_fn(name, "d", |a: Path| async move { Ok::<_, String>(a.path) });
+    let error = Agent::builder(Recording::new([])).tool(named("files.read")).build().err();
+    assert!(
+        matches!(&error, Some(weft_agent::AgentError::InvalidToolName { name }) if name == "files.read"),
+        "{error:?}"
+    );
+    assert!(Agent::builder(Recording::new([])).tool(named("files_read")).build().is_ok());
+    let agent = counting_agent(Recording::new([]), Arc::default(), false);
+    let long = "x".repeat(100 * 1024);
+    let spec = ToolSpec::new(long.clone(), "d", json!({"type": "object"}));
+    let error = agent
+        .create_session(SessionOptions { tools: vec![spec], ..Default::default() })
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(error, weft_agent::AgentError::InvalidToolName { name: long });
+    let message = error.to_string();
+    assert!(message.len() < 300 && message.contains("(102400 bytes)"), "{message}");
+}

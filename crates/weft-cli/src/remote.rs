@@ -98,7 +98,8 @@ pub(crate) async fn show(
     announce: bool,
 ) -> Result<Driven, Failure> {
     let abort = stream.abort_handle();
-    let error: Arc<Mutex<Option<weft_client::Error>>> = Arc::default();
+    // The stream's error, as the failure it is (said once: not wrapped in another error).
+    let error: Arc<Mutex<Option<Failure>>> = Arc::default();
     let slot = Arc::clone(&error);
     let mut announced = !announce;
     let handle = stream.abort_handle();
@@ -108,7 +109,7 @@ pub(crate) async fn show(
             let go = match item {
                 Ok(_) => true,
                 Err(e) => {
-                    *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(clone_error(e));
+                    *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(failed(e));
                     false
                 }
             };
@@ -149,26 +150,13 @@ pub(crate) async fn show(
     };
     let driven = drive(&mut records, abort_run, sink, signals, &mut spinner).await;
     drop(records);
-    if let Some(error) = error.lock().unwrap_or_else(|p| p.into_inner()).take() {
-        return Err(failed(&error));
+    if let Some(failure) = error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(failure);
     }
     match driven {
         Ok(driven) => Ok(driven),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(Driven::Ended(None)),
         Err(e) => Err(Failure::run(format!("cannot write to stdout: {e}"))),
-    }
-}
-
-/// The parts of an error a failure line needs (client errors are not `Clone`).
-fn clone_error(error: &weft_client::Error) -> weft_client::Error {
-    match error {
-        weft_client::Error::Api { status, code, message, run_id } => weft_client::Error::Api {
-            status: *status,
-            code: code.clone(),
-            message: message.clone(),
-            run_id: run_id.clone(),
-        },
-        other => weft_client::Error::Dropped(other.to_string()),
     }
 }
 

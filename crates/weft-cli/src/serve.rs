@@ -88,11 +88,14 @@ pub(crate) fn command(args: ServeArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::usage(&anyhow!("cannot listen on {}: {e}", plan.addr)))?;
         let local = listener.local_addr().map_err(|e| Failure::run(e.to_string()))?;
         let server = Server::new(agent, plan.settings);
-        crate::term::eprint_line(&format!("weft: serving the agent API on http://{local}"));
-        server.serve(listener, shutdown_signal()).await.map_err(|e| match e {
+        let failure = |e: weft_server::ServeError| match e {
             weft_server::ServeError::Unprotected(_) => Failure::usage(&anyhow!("{e}")),
             other => Failure::run(other.to_string()),
-        })
+        };
+        // "serving" only once the server will: an address it refuses is said instead.
+        server.check_addr(local).map_err(failure)?;
+        crate::term::eprint_line(&format!("weft: serving the agent API on http://{local}"));
+        server.serve(listener, shutdown_signal()).await.map_err(failure)
     })
 }
 
@@ -165,6 +168,10 @@ fn plan(args: &ServeArgs, config: &ServeConfig) -> anyhow::Result<Plan> {
     if let Some(burst) = config.burst {
         settings.burst = burst;
     }
+    if let Some(failed) = config.failed_keys_per_minute {
+        settings.failed_keys_per_minute = failed;
+    }
+    settings.metrics_public = config.metrics_public;
     if let Some(grace) = config.shutdown_grace {
         settings.shutdown_grace = grace;
     }

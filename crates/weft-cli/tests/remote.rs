@@ -133,3 +133,52 @@ fn run_and_sessions_against_a_server() {
     let (code, _, _) = stdout_of(home.path(), &["sessions", "show", &id, "--server", base]);
     assert_eq!(code, Some(2));
 }
+
+/// A server whose stream sends one event larger than the client keeps (40 MiB of `data:` with
+/// no line end): `weft run --server` stops reading at its limit and says so once, instead of
+/// holding the line in memory.
+#[test]
+fn an_event_larger_than_the_limit_ends_the_run_with_one_clear_error() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        // Every connection (the run, and any reattachment) gets the same endless event.
+        for stream in listener.incoming().take(4) {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut request = Vec::new();
+                let mut byte = [0u8; 1];
+                while !request.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                    request.push(byte[0]);
+                }
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                            x-session-id: huge-1\r\nconnection: close\r\n\r\ndata: ";
+                if stream.write_all(head.as_bytes()).is_err() {
+                    return;
+                }
+                let chunk = vec![b'x'; 1024 * 1024];
+                for _ in 0..40 {
+                    if stream.write_all(&chunk).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let home = tempfile::tempdir().unwrap();
+    let mut child = weft(home.path(), &["run", "--server", &base, "hi"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    let status = child.wait().unwrap();
+    drop(server);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("weft: ")).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].contains("an event larger than 33554432 bytes"), "{stderr}");
+    assert_eq!(lines[0].matches("larger than").count(), 1, "said twice: {stderr}");
+}

@@ -60,6 +60,9 @@ fn without_keys_a_public_address_is_refused() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("refusing to listen on 0.0.0.0"), "{stderr}");
+    // It never said it was serving: the refusal is the one line.
+    assert!(!stderr.contains("serving"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
 
 fn http(addr: &str, request: &str) -> String {
@@ -221,6 +224,7 @@ fn a_killed_servers_pending_tool_call_is_answerable_at_once_after_a_restart() {
     assert!(second.contains("It is sunny in Paris."), "{second}");
     Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
     assert_eq!(server.wait().unwrap().code(), Some(0));
+}
 
 /// Reads from `stream` until the server closes it; `None` if it is still open after 20 s.
 fn closed_within_bound(stream: &mut TcpStream, mut send: impl FnMut(&mut TcpStream)) -> Option<()> {

@@ -33,6 +33,18 @@ pub enum Error {
     /// There is no session to act on yet (an abort before the server named the session).
     #[error("no session yet: {0}")]
     NoSession(String),
+    /// The server sent an event larger than this client keeps ([`Client::max_frame_bytes`]):
+    /// the stream was dropped rather than held in memory.
+    ///
+    /// [`Client::max_frame_bytes`]: crate::Client::max_frame_bytes
+    #[error(
+        "the server sent an event larger than {limit} bytes, this client's limit; the stream was \
+         dropped"
+    )]
+    FrameTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
 }
 
 impl Error {
@@ -57,7 +69,7 @@ impl Error {
         match self {
             Error::Api { status, .. } => *status >= 500 || *status == 429,
             Error::Http(_) | Error::Dropped(_) => true,
-            Error::Protocol(_) | Error::NoSession(_) => false,
+            Error::Protocol(_) | Error::NoSession(_) | Error::FrameTooLarge { .. } => false,
         }
     }
 }

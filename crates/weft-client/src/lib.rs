@@ -69,7 +69,11 @@ pub struct Client {
     base: Arc<str>,
     api_key: Option<Arc<str>>,
     reconnect: Reconnect,
+    max_frame: usize,
 }
+
+/// The largest event a client keeps by default ([`Client::max_frame_bytes`]): 32 MiB.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 32 * 1024 * 1024;
 
 impl Client {
     /// A client of the server at `base_url` (`http://127.0.0.1:8080`; a trailing `/` is
@@ -85,12 +89,23 @@ impl Client {
             base: base_url.as_ref().trim_end_matches('/').into(),
             api_key: None,
             reconnect: Reconnect::default(),
+            max_frame: DEFAULT_MAX_FRAME_BYTES,
         }
     }
 
     /// Sends this bearer API key with every request.
     pub fn api_key(mut self, key: impl AsRef<str>) -> Self {
         self.api_key = Some(key.as_ref().into());
+        self
+    }
+
+    /// The largest event this client keeps, in bytes (default [`DEFAULT_MAX_FRAME_BYTES`]): one
+    /// SSE event (its lines and data), with the frames of one native event held until its id
+    /// arrives. A stream that sends a larger one ends with [`Error::FrameTooLarge`] (never
+    /// reattached: the server would send it again), so a server cannot make the client hold
+    /// an unbounded line in memory.
+    pub fn max_frame_bytes(mut self, limit: usize) -> Self {
+        self.max_frame = limit.max(1);
         self
     }
 

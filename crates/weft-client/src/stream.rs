@@ -397,6 +397,7 @@ fn read_run<'a>(
                 let mut parser = SseParser::new();
                 let mut frames: Vec<SseEvent> = Vec::new();
                 let mut held: Vec<NativeMessage> = Vec::new();
+                let mut held_bytes = 0usize;
                 let mut body = open.bytes_stream();
                 loop {
                     let chunk = match body.next().await {
@@ -409,6 +410,11 @@ fn read_run<'a>(
                     };
                     if let Err(error) = parser.push(&chunk, &mut frames) {
                         yield Err(Error::Protocol(error.to_string()));
+                        return;
+                    }
+                    held_bytes += frames.iter().map(|f| f.data.len()).sum::<usize>();
+                    if held_bytes + parser.pending_bytes() > client.max_frame {
+                        yield Err(Error::FrameTooLarge { limit: client.max_frame });
                         return;
                     }
                     for frame in std::mem::take(&mut frames) {
@@ -429,6 +435,7 @@ fn read_run<'a>(
                         };
                         shared.set_last_event_id(seq);
                         failures = 0;
+                        held_bytes = 0;
                         let mut complete = false;
                         for message in std::mem::take(&mut held) {
                             complete |= matches!(message, NativeMessage::Complete { .. });
@@ -491,6 +498,7 @@ pub(crate) fn frames(
                 let mut parser = SseParser::new();
                 let mut frames: Vec<SseEvent> = Vec::new();
                 let mut held: Vec<String> = Vec::new();
+                let mut held_bytes = 0usize;
                 let mut body = open.bytes_stream();
                 let ended = loop {
                     let chunk = match body.next().await {
@@ -505,6 +513,11 @@ pub(crate) fn frames(
                         yield Err(Error::Protocol(error.to_string()));
                         return;
                     }
+                    held_bytes += frames.iter().map(|f| f.data.len()).sum::<usize>();
+                    if held_bytes + parser.pending_bytes() > client.max_frame {
+                        yield Err(Error::FrameTooLarge { limit: client.max_frame });
+                        return;
+                    }
                     for frame in std::mem::take(&mut frames) {
                         held.push(frame.data);
                         let Some(id) = frame.id.as_deref() else { continue };
@@ -514,6 +527,7 @@ pub(crate) fn frames(
                         };
                         last = Some(seq);
                         failures = 0;
+                        held_bytes = 0;
                         for data in std::mem::take(&mut held) {
                             yield Ok(FrameOut { seq: Some(seq), data });
                         }

@@ -53,5 +53,5 @@ pub use store::{
     Checkpoint, Commit, EventRecord, MessageSpan, OwnerScope, RunChange, RunState, SessionHead,
     SessionStore, StoreError, StoreFuture, StoredSession,
 };
-pub use tool::{ToolContent, ToolSpec};
+pub use tool::{MAX_TOOL_NAME, ToolContent, ToolSpec, valid_tool_name};
 pub use usage::{Cost, Prices, Usage};

@@ -475,4 +475,21 @@ pub trait SessionStore: Send + Sync + 'static {
     /// with a remote-call deadline at or before `now`: what recovery and the deadline sweeper
     /// look for. At most `limit` ids.
     fn due_sessions<'a>(&'a self, now: TimestampMs, limit: usize) -> StoreFuture<'a, Vec<String>>;
+
+    /// Writes something durably and takes it back in the same way: `Ok` when the store can
+    /// write now (a server's readiness), the backend's error when it cannot (a full disk, a
+    /// read-only or lost database). Leaves nothing behind, so probing often never grows the
+    /// store. The default creates a session no client can name (its id has `~probe~`) and
+    /// deletes it; backends override it with one cheaper write that changes a row and undoes
+    /// it in one transaction.
+    fn probe_write(&self) -> StoreFuture<'_, ()> {
+        static PROBES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        Box::pin(async move {
+            let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let id = format!("~probe~{}-{}-{n}", std::process::id(), crate::message::now_ms());
+            let head = crate::session::Session::new(id.clone(), "probe", "probe").head();
+            self.create(head, History::new()).await?;
+            self.delete_session(&id, OwnerScope::Any).await.map(|_| ())
+        })
+    }
 }

@@ -57,6 +57,18 @@ impl ToolSpec {
     }
 }
 
+/// The longest tool name every provider accepts.
+pub const MAX_TOOL_NAME: usize = 64;
+
+/// Whether every provider accepts `name` as a tool's name: 1 to [`MAX_TOOL_NAME`] characters of
+/// `A-Z a-z 0-9 _ -`. That is the strictest of their rules (OpenAI's and Anthropic's
+/// `^[a-zA-Z0-9_-]{1,64}$`; Gemini also allows `.` and `:`), so a tool with a valid name works
+/// with any of them, and one without would make every model call of its session fail.
+pub fn valid_tool_name(name: &str) -> bool {
+    (1..=MAX_TOOL_NAME).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 fn empty_object_schema() -> Value {
     serde_json::json!({"type": "object", "properties": {}})
 }
@@ -99,6 +111,21 @@ impl ToolContent {
             Self::Text { text } => text.clone(),
             Self::Json { value } => value.to_string(),
             Self::Image { mime_type, .. } => format!("[image: {mime_type}]"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_follow_the_strictest_provider_rule() {
+        for name in ["get_weather", "files__read-file", "a", &"x".repeat(MAX_TOOL_NAME)] {
+            assert!(valid_tool_name(name), "{name}");
+        }
+        for name in ["", "get.weather", "get weather", "ns:tool", "wetter_ä", &"x".repeat(65)] {
+            assert!(!valid_tool_name(name), "{name}");
         }
     }
 }

@@ -80,6 +80,12 @@ impl SseParser {
         Ok(())
     }
 
+    /// How many bytes the parser holds for the event under way (its unfinished line and the
+    /// data gathered so far): what a reader bounds to refuse an event too large to keep.
+    pub fn pending_bytes(&self) -> usize {
+        self.line.len() + self.data.len()
+    }
+
     /// The body ended: an incomplete event is discarded, as the standard says.
     pub fn finish(&mut self) {
         self.line.clear();

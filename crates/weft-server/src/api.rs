@@ -16,7 +16,8 @@ use crate::error::ApiError;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExecuteRequest {
     /// The session; without one (or with an id that does not exist yet, given `context`) a new
-    /// session is created.
+    /// session is created. Ids are the caller's own (1 to 128 of `A-Z a-z 0-9 _ - . :`): with
+    /// API keys, each owner has a namespace, so two owners may use the same id for two sessions.
     #[serde(default)]
     pub session_id: Option<String>,
     /// A user message (`{"role":"user","content":"…"}`, which starts a run), an array of

@@ -141,6 +141,73 @@ pub(crate) fn part_result(tool: &ToolPart<'_>) -> Option<ToolResultMessage> {
     })
 }
 
+/// Checks what the parts Weft reads hold (parts are free-form JSON to serde): a part is an
+/// object with a string `type`; a `text` or `reasoning` part has a string `text`; a tool part a
+/// string `toolCallId` (and a `dynamic-tool` a string `toolName`), a string `state` and an
+/// `approval.approved` that is a boolean, when they are there. A mistake is a 400 saying where,
+/// never a message silently left empty.
+fn check_parts(request: &ChatRequest) -> Result<(), ApiError> {
+    let kind = |value: &Value| match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    for (i, message) in request.messages.iter().enumerate() {
+        for (j, part) in message.parts.iter().enumerate() {
+            let at = format!("messages[{i}].parts[{j}]");
+            let wrong = |field: &str, want: &str, got: &Value| {
+                ApiError::bad_request(
+                    "bad_request",
+                    format!("invalid request: {at}{field}: expected {want}, got {}", kind(got)),
+                )
+            };
+            let Some(map) = part.as_object() else { return Err(wrong("", "an object", part)) };
+            let part_type = match map.get("type") {
+                Some(Value::String(t)) => t.as_str(),
+                Some(other) => return Err(wrong(".type", "a string", other)),
+                None => {
+                    return Err(ApiError::bad_request(
+                        "bad_request",
+                        format!("invalid request: {at}: missing field `type`"),
+                    ));
+                }
+            };
+            let mut strings: Vec<&str> = Vec::new();
+            match part_type {
+                "text" | "reasoning" => strings.push("text"),
+                "dynamic-tool" => strings.extend(["toolCallId", "toolName"]),
+                t if t.starts_with("tool-") => strings.push("toolCallId"),
+                _ => continue,
+            }
+            for field in strings {
+                match map.get(field) {
+                    Some(Value::String(_)) => {}
+                    Some(other) => return Err(wrong(&format!(".{field}"), "a string", other)),
+                    None => {
+                        return Err(ApiError::bad_request(
+                            "bad_request",
+                            format!("invalid request: {at}: missing field `{field}`"),
+                        ));
+                    }
+                }
+            }
+            if let Some(state) = map.get("state").filter(|s| !s.is_string()) {
+                return Err(wrong(".state", "a string", state));
+            }
+            if let Some(approval) = map.get("approval") {
+                match approval.get("approved") {
+                    None | Some(Value::Bool(_)) => {}
+                    Some(other) => return Err(wrong(".approval.approved", "a boolean", other)),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The request's conversation in Weft's terms, and its system messages.
 pub(crate) fn conversation(request: &ChatRequest) -> (Conversation, Vec<String>) {
     let mut history = Vec::new();
@@ -265,6 +332,7 @@ pub(crate) async fn post(
     JsonBody(request): JsonBody<ChatRequest>,
 ) -> Result<Response, ApiError> {
     check_trigger(request.trigger.as_deref())?;
+    check_parts(&request)?;
     let id = request.id.clone();
     let existing = frontends::existing(&state, &caller, &id).await?;
     let (conversation, system) = conversation(&request);

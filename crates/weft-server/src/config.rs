@@ -27,6 +27,7 @@
 //! body_bytes = 1048576              # larger request bodies: 413
 //! requests_per_minute = 600         # per API key; over it: 429 with Retry-After
 //! burst = 60                        # requests a key may make at once
+//! failed_keys_per_minute = 30       # wrong API keys per client address; over it: 429, any key
 //! max_turns = 50                    # model calls per run
 //! remote_tool_timeout = "10m"       # a remote call unanswered this long gets an error result
 //! shutdown_grace = "10s"            # how long a shutdown waits for runs before aborting them
@@ -39,6 +40,9 @@
 //! ws_streams_per_key = 128          # WebSocket streams one API key may have open at once
 //! ws_send_queue = 1048576           # bytes waiting to be sent on one WebSocket; streams wait past it
 //! ws_send_timeout = "30s"           # a WebSocket that takes no data this long is closed (1008)
+//!
+//! [metrics]
+//! public = false                    # true: GET /metrics needs no API key (it shows every owner's use)
 //!
 //! [cors]
 //! origins = ["http://localhost:3000"]  # WEFT_CORS_ORIGINS (comma-separated); "*" for any
@@ -71,6 +75,8 @@ pub const DEFAULT_BODY_BYTES: usize = 1024 * 1024;
 pub const DEFAULT_REQUESTS_PER_MINUTE: u32 = 600;
 /// The default burst per API key.
 pub const DEFAULT_BURST: u32 = 60;
+/// The default limit of wrong API keys per client address and minute.
+pub const DEFAULT_FAILED_KEYS_PER_MINUTE: u32 = 30;
 /// How long a shutdown waits for runs to end by default.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// How long a request head may take to arrive by default.
@@ -101,6 +107,11 @@ pub struct Settings {
     pub requests_per_minute: u32,
     /// How many requests a key may make at once before the rate applies.
     pub burst: u32,
+    /// Wrong API keys a client address may send per minute (as many at once); past them every
+    /// keyed request from it gets 429 until the bucket refills (0: unlimited).
+    pub failed_keys_per_minute: u32,
+    /// Whether `GET /metrics` is open to anyone; otherwise, on a server with keys, it needs one.
+    pub metrics_public: bool,
     /// Origins allowed by CORS (`*`: any). Empty: no CORS headers.
     pub cors_origins: Vec<String>,
     /// How long a shutdown waits for runs to end before aborting them.
@@ -142,6 +153,8 @@ impl std::fmt::Debug for Settings {
             .field("body_bytes", &self.body_bytes)
             .field("requests_per_minute", &self.requests_per_minute)
             .field("burst", &self.burst)
+            .field("failed_keys_per_minute", &self.failed_keys_per_minute)
+            .field("metrics_public", &self.metrics_public)
             .field("cors_origins", &self.cors_origins)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("provider", &self.provider)
@@ -161,6 +174,8 @@ impl Settings {
             body_bytes: DEFAULT_BODY_BYTES,
             requests_per_minute: DEFAULT_REQUESTS_PER_MINUTE,
             burst: DEFAULT_BURST,
+            failed_keys_per_minute: DEFAULT_FAILED_KEYS_PER_MINUTE,
+            metrics_public: false,
             cors_origins: Vec::new(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             keep_alive: Duration::from_secs(15),
@@ -210,6 +225,10 @@ pub struct ServeConfig {
     pub requests_per_minute: Option<u32>,
     /// Burst per key.
     pub burst: Option<u32>,
+    /// Wrong keys per client address and minute.
+    pub failed_keys_per_minute: Option<u32>,
+    /// `[metrics] public`.
+    pub metrics_public: bool,
     /// Model calls per run.
     pub max_turns: Option<u32>,
     /// Remote call deadline.
@@ -299,6 +318,8 @@ struct FileConfig {
     #[serde(default)]
     cors: CorsSection,
     #[serde(default)]
+    metrics: MetricsSection,
+    #[serde(default)]
     mcp: Vec<weft_tools::McpServerConfig>,
     #[serde(default)]
     builtins: weft_tools::BuiltinsConfig,
@@ -321,6 +342,7 @@ struct LimitsSection {
     body_bytes: Option<usize>,
     requests_per_minute: Option<u32>,
     burst: Option<u32>,
+    failed_keys_per_minute: Option<u32>,
     max_turns: Option<u32>,
     #[serde(default, deserialize_with = "duration")]
     remote_tool_timeout: Option<Duration>,
@@ -340,6 +362,13 @@ struct LimitsSection {
     ws_send_queue: Option<usize>,
     #[serde(default, deserialize_with = "duration")]
     ws_send_timeout: Option<Duration>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetricsSection {
+    #[serde(default)]
+    public: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -489,6 +518,8 @@ impl ServeConfig {
             body_bytes: file.limits.body_bytes,
             requests_per_minute: file.limits.requests_per_minute,
             burst: file.limits.burst,
+            failed_keys_per_minute: file.limits.failed_keys_per_minute,
+            metrics_public: file.metrics.public,
             max_turns: file.limits.max_turns,
             remote_tool_timeout: file.limits.remote_tool_timeout,
             shutdown_grace: file.limits.shutdown_grace,

@@ -133,6 +133,9 @@ impl From<ExecuteError> for ApiError {
             ExecuteError::UnknownToolCall(_) | ExecuteError::UnknownApproval(_) => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "unknown_tool_call", message)
             }
+            ExecuteError::AwaitsResult(_) | ExecuteError::AwaitsApproval(_) => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "wrong_answer_kind", message)
+            }
             ExecuteError::DuplicateAnswer(_) | ExecuteError::ToolNameMismatch { .. } => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_tool_result", message)
             }

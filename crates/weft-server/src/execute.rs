@@ -1,6 +1,7 @@
 //! Starting runs and attaching to them: what `POST /api/agent/execute`, `GET …/stream` and the
-//! WebSocket share. Sessions are looked up for their owner only; runs belong to the server
-//! (tracked here until they end, whoever watches them).
+//! WebSocket share. Sessions are looked up for their owner only, by the ids the owner chose
+//! (mapped to stored ids by `ids`: every function here takes and shows client ids); runs belong
+//! to the server (tracked here until they end, whoever watches them).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,12 +14,13 @@ use weft_agent::{
     AbortHandle, AgentError, ExecuteError, ExecuteStream, SessionHandle, SessionOptions,
 };
 use weft_core::store::SessionHead;
-use weft_core::{Input, SessionStatus, now_ms};
+use weft_core::{Input, SessionStatus, StoreError, now_ms};
 
 use crate::AppState;
 use crate::api::{ExecuteContext, ExecuteOptions, ExecuteRequest, Multitask, OnDisconnect};
 use crate::auth::Caller;
 use crate::error::{ApiError, shown};
+use crate::ids::ShownId;
 use crate::stream::{CancelOnDrop, Feed, run_start};
 
 /// The agent modes this server runs.
@@ -29,6 +31,7 @@ const START_TRIES: usize = 64;
 
 /// A run started for a request.
 pub(crate) struct Started {
+    /// The session, by the id the client knows it by.
     pub(crate) session_id: String,
     pub(crate) run_id: Option<String>,
     pub(crate) feed: Feed,
@@ -55,6 +58,9 @@ pub(crate) fn check_id(id: &str) -> Result<(), ApiError> {
 fn agent_error(error: AgentError) -> ApiError {
     match error {
         AgentError::Store(store) => ApiError::store(&store),
+        AgentError::InvalidToolName { .. } => {
+            ApiError::bad_request("invalid_tool_name", error.to_string())
+        }
         AgentError::UnknownProvider { name, allowed } => unknown_provider(&name, &allowed),
         other => ApiError::bad_request("invalid_tools", other.to_string()),
     }
@@ -67,7 +73,36 @@ fn unknown_provider(name: &str, allowed: &[String]) -> ApiError {
     )
 }
 
-/// The session `id` if the caller may see it (missing and foreign sessions alike: `None`).
+/// A store error about the session the client knows as `client_id`, said with that id.
+fn store_error(error: &StoreError, client_id: &str) -> ApiError {
+    match error {
+        StoreError::NotFound(_) => ApiError::session_not_found(client_id),
+        StoreError::Conflict { expected, found, .. } => ApiError::store(&StoreError::Conflict {
+            session_id: client_id.to_string(),
+            expected: *expected,
+            found: *found,
+        }),
+        other => ApiError::store(other),
+    }
+}
+
+/// A refused input of the session the client knows as `client_id`, said with that id.
+fn execute_error(error: ExecuteError, client_id: &str) -> ApiError {
+    match error {
+        ExecuteError::AlreadyRunning(_) => ApiError::session_running(client_id, None),
+        ExecuteError::AwaitingToolCalls { calls, .. } => {
+            ExecuteError::AwaitingToolCalls { session: client_id.to_string(), calls }.into()
+        }
+        ExecuteError::NothingPending(_) => {
+            ExecuteError::NothingPending(client_id.to_string()).into()
+        }
+        ExecuteError::Store(store) => store_error(&store, client_id),
+        other => other.into(),
+    }
+}
+
+/// The caller's session `id` (the id the caller chose), if there is one; another owner's and
+/// a missing session alike: `None`, after the same lookups.
 pub(crate) async fn load_owned(
     state: &AppState,
     caller: &Caller,
@@ -75,15 +110,33 @@ pub(crate) async fn load_owned(
 ) -> Result<Option<(SessionHandle, Option<SessionHead>)>, ApiError> {
     check_id(id)?;
     let started = Instant::now();
+    let mut found = lookup(state, caller, &caller.store_id(id), id).await;
+    if let (Ok(None), Some(legacy)) = (&found, caller.legacy_id(id)) {
+        // Stored before owners had namespaces: found only if the caller owns it.
+        found = lookup(state, caller, legacy, id).await;
+    }
+    state.metrics.store_call(started.elapsed());
+    found
+}
+
+/// The stored session `stored` if the caller owns it (`client_id` names it in errors).
+async fn lookup(
+    state: &AppState,
+    caller: &Caller,
+    stored: &str,
+    client_id: &str,
+) -> Result<Option<(SessionHandle, Option<SessionHead>)>, ApiError> {
     let head = match state.agent.store() {
-        Some(store) => match store.head(id).await.map_err(|e| ApiError::store(&e))? {
+        Some(store) => match store.head(stored).await.map_err(|e| store_error(&e, client_id))? {
             Some(head) if caller.scope().admits(head.owner.as_deref()) => Some(head),
             _ => return Ok(None),
         },
         None => None,
     };
-    let handle = state.agent.session(id).await.map_err(agent_error)?;
-    state.metrics.store_call(started.elapsed());
+    let handle = state.agent.session(stored).await.map_err(|e| match e {
+        AgentError::Store(store) => store_error(&store, client_id),
+        other => agent_error(other),
+    })?;
     let Some(handle) = handle else { return Ok(None) };
     if head.is_none() && !caller.scope().admits(handle.snapshot().owner.as_deref()) {
         return Ok(None);
@@ -136,11 +189,13 @@ pub(crate) fn mode_of(options: &ExecuteOptions) -> Result<Option<weft_agent::Mod
     })
 }
 
-/// An existing session keeps its provider, model, system prompt and turn limit.
+/// An existing session (`client_id` to its client) keeps its provider, model, system prompt
+/// and turn limit.
 pub(crate) fn check_same(
     state: &AppState,
     head: Option<&SessionHead>,
     options: &ExecuteOptions,
+    client_id: &str,
 ) -> Result<(), ApiError> {
     let Some(head) = head else { return Ok(()) };
     let differs = |given: Option<&str>, kept: Option<&str>| given.is_some() && given != kept;
@@ -161,7 +216,7 @@ pub(crate) fn check_same(
                 "session_option_fixed",
                 format!(
                     "session {} keeps the {name} it was created with; leave options.{name} out",
-                    shown(&head.id)
+                    shown(client_id)
                 ),
             ));
         }
@@ -184,6 +239,7 @@ pub(crate) fn stamp(mut input: Input) -> Input {
     input
 }
 
+/// Creates the caller's session `id` (a client id; `None`: a new one) from `context`.
 pub(crate) async fn create(
     state: &AppState,
     caller: &Caller,
@@ -192,10 +248,18 @@ pub(crate) async fn create(
     options: &ExecuteOptions,
 ) -> Result<(SessionHandle, Option<SessionHead>), ApiError> {
     let wanted = id.clone();
+    // In an owner's namespace the server names a new session itself, so that its stored id
+    // has the namespace too; without one the agent does.
+    let stored = match (&caller.prefix, id) {
+        (Some(_), id) => {
+            Some(caller.store_id(&id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string())))
+        }
+        (None, id) => id,
+    };
     let created = state
         .agent
         .create_session(SessionOptions {
-            id,
+            id: stored,
             model: options.model.clone(),
             system_prompt: options.system_prompt.clone().or(context.system_prompt).map(Into::into),
             tools: context.tools,
@@ -208,8 +272,8 @@ pub(crate) async fn create(
         .await;
     match created {
         Ok(handle) => Ok((handle, None)),
-        // Taken by a session the caller cannot see (or created a moment ago by another
-        // request): the same answer as for a session that does not exist.
+        // Created a moment ago by another request of the caller's (another owner's sessions
+        // are in another namespace): the same answer as for a session that does not exist.
         Err(AgentError::Store(weft_core::StoreError::AlreadyExists(_))) => {
             Err(ApiError::session_not_found(wanted.as_deref().unwrap_or("")))
         }
@@ -273,8 +337,9 @@ pub(crate) async fn start(
             }
         },
     };
-    check_same(state, head.as_ref(), &options)?;
     let id = session.id();
+    let shown_id = caller.client_id(&id).to_string();
+    check_same(state, head.as_ref(), &options, &shown_id)?;
     tracing::Span::current().record("session_id", id.as_str());
     // Enqueued inputs of one session start in the order they arrived (in this process).
     let _queued = match options.multitask {
@@ -288,7 +353,9 @@ pub(crate) async fn start(
         // agent queues the input behind it.
         if session.status() == SessionStatus::Running && !session.is_recovering() {
             match options.multitask {
-                Multitask::Reject => return Err(ApiError::session_running(&id, run_id(&session))),
+                Multitask::Reject => {
+                    return Err(ApiError::session_running(&shown_id, run_id(&session)));
+                }
                 Multitask::Enqueue => wait_for_end(&session).await,
                 Multitask::Interrupt => {
                     session.abort().await;
@@ -307,9 +374,9 @@ pub(crate) async fn start(
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
             Err(ExecuteError::AlreadyRunning(_)) => {
-                return Err(ApiError::session_running(&id, run_id(&session)));
+                return Err(ApiError::session_running(&shown_id, run_id(&session)));
             }
-            Err(other) => return Err(other.into()),
+            Err(other) => return Err(execute_error(other, &shown_id)),
         }
     };
     let run_id = run_id(&session);
@@ -320,8 +387,13 @@ pub(crate) async fn start(
     let abort = stream.abort_handle();
     track(Arc::clone(state), stream, id.clone(), run_id.clone());
     let cancel = (options.on_disconnect == OnDisconnect::Cancel).then(|| CancelOnDrop::new(abort));
-    let feed = Feed { records: Box::pin(session.subscribe(after)), seen: after, cancel };
-    Ok(Started { session_id: id, run_id, feed })
+    let feed = Feed {
+        records: Box::pin(session.subscribe(after)),
+        seen: after,
+        cancel,
+        ids: Some(ShownId::new(&id, &shown_id)),
+    };
+    Ok(Started { session_id: shown_id, run_id, feed })
 }
 
 /// A stream of the session's live or last run; `seen`: the client has every event up to it.
@@ -334,14 +406,16 @@ pub(crate) async fn attach(
     let Some((session, head)) = load_owned(state, caller, id).await? else {
         return Err(ApiError::session_not_found(id));
     };
-    tracing::Span::current().record("session_id", id);
+    let stored = session.id();
+    tracing::Span::current().record("session_id", stored.as_str());
     let running = session.status() == SessionStatus::Running;
     let recorded = head.as_ref().and_then(|h| weft_agent::run_after_seq(&h.options));
-    let from = run_start(state, id, seen, running, recorded).await?;
+    let from = run_start(state, &stored, seen, running, recorded).await?;
     Ok(Feed {
         records: Box::pin(session.subscribe(from)),
         seen: seen.unwrap_or(from).max(from),
         cancel: None,
+        ids: Some(ShownId::new(&stored, id)),
     })
 }
 
@@ -350,9 +424,10 @@ pub(crate) async fn abort(state: &AppState, caller: &Caller, id: &str) -> Result
     let Some((session, _)) = load_owned(state, caller, id).await? else {
         return Err(ApiError::session_not_found(id));
     };
-    tracing::Span::current().record("session_id", id);
+    let stored = session.id();
+    tracing::Span::current().record("session_id", stored.as_str());
     if session.abort().await {
-        tracing::info!(session_id = %id, "run aborted by request");
+        tracing::info!(session_id = %stored, "run aborted by request");
         Ok(())
     } else {
         Err(ApiError::new(

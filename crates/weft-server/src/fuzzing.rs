@@ -31,7 +31,7 @@ pub struct Bodies {
 impl Bodies {
     /// The body handling of `server`, for a caller of a server without keys.
     pub fn new(server: &Server) -> Self {
-        Self { state: Arc::clone(&server.state), caller: Caller { owner: None } }
+        Self { state: Arc::clone(&server.state), caller: Caller::new(None) }
     }
 
     /// `POST /api/agent/execute`.
@@ -124,6 +124,7 @@ impl Bodies {
         if !matches!(input, Input::User(_)) {
             return Err(ApiError::bad_request("user_message_required", "a new session"));
         }
+        let shown = session_id.clone().unwrap_or_default();
         let created = futures::executor::block_on(create(
             &self.state,
             &self.caller,
@@ -131,7 +132,7 @@ impl Bodies {
             context,
             &options,
         ))?;
-        check_same(&self.state, created.1.as_ref(), &options)
+        check_same(&self.state, created.1.as_ref(), &options, &shown)
     }
 }
 

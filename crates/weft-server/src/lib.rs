@@ -15,7 +15,7 @@
 //! | `GET /api/agent/ws` | the same over WebSocket text frames (see the `ws` module source) |
 //! | `POST /api/ag-ui` | AG-UI 1.0: `RunAgentInput` in, AG-UI events out (see the `agui` module source) |
 //! | `POST /api/chat`, `GET /api/chat/{id}/stream` | the Vercel AI SDK's `useChat` (6 and 7): its request in, the UI message stream out; the GET resumes the running stream (204: none) |
-//! | `GET /healthz`, `GET /readyz`, `GET /metrics`, `GET /openapi.json` | liveness, readiness (the store answers), Prometheus metrics, the API description |
+//! | `GET /healthz`, `GET /readyz`, `GET /metrics`, `GET /openapi.json` | liveness, readiness (the store takes a write), Prometheus metrics (with keys: a key needed, unless [`Settings::metrics_public`]), the API description |
 //! | `GET /`, `GET /playground/{file}` | the web playground (`clients/typescript`, embedded) |
 //!
 //! Streams are in the format `?protocol=native|loom|loom-export|aceai|ag-ui|vercel` asks for,
@@ -53,6 +53,7 @@ mod execute;
 mod frontends;
 #[doc(hidden)]
 pub mod fuzzing;
+mod ids;
 mod metrics;
 mod openapi;
 mod playground;
@@ -84,11 +85,11 @@ pub use api::{
 };
 pub use config::{
     ConfigError, ConnectionLimits, DEFAULT_ADDR, DEFAULT_BODY_BYTES, DEFAULT_BODY_TIMEOUT,
-    DEFAULT_BURST, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_SHUTDOWN_GRACE, DEFAULT_WS_SEND_QUEUE,
-    DEFAULT_WS_SEND_TIMEOUT, DEFAULT_WS_STREAMS_PER_KEY, DEFAULT_WS_STREAMS_PER_SOCKET,
-    ProviderEntry, ServeConfig, Settings, find_file, parse_api_keys, parse_duration,
-    parse_providers,
+    DEFAULT_BURST, DEFAULT_FAILED_KEYS_PER_MINUTE, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_SHUTDOWN_GRACE,
+    DEFAULT_WS_SEND_QUEUE, DEFAULT_WS_SEND_TIMEOUT, DEFAULT_WS_STREAMS_PER_KEY,
+    DEFAULT_WS_STREAMS_PER_SOCKET, ProviderEntry, ServeConfig, Settings, find_file, parse_api_keys,
+    parse_duration, parse_providers,
 };
 pub use conn::FD_RESERVE;
 pub use error::{ApiError, ErrorBody, ErrorDetail};
@@ -99,6 +100,8 @@ pub(crate) struct AppState {
     pub(crate) settings: Settings,
     pub(crate) metrics: metrics::Metrics,
     pub(crate) limiter: auth::RateLimiter,
+    /// Wrong API keys per client address.
+    pub(crate) failed_keys: auth::RateLimiter,
     /// Cancelled when the server shuts down: streams end.
     pub(crate) closing: CancellationToken,
     /// Per session: how far its event log was scanned, and its `session_end` seqs.
@@ -186,12 +189,17 @@ impl Server {
     /// survive restarts, and streams resume from it.
     pub fn new(agent: Agent, settings: Settings) -> Self {
         let limiter = auth::RateLimiter::new(settings.requests_per_minute, settings.burst);
+        let failed_keys = auth::RateLimiter::new(
+            settings.failed_keys_per_minute,
+            settings.failed_keys_per_minute,
+        );
         Self {
             state: Arc::new(AppState {
                 agent,
                 settings,
                 metrics: metrics::Metrics::default(),
                 limiter,
+                failed_keys,
                 closing: CancellationToken::new(),
                 ends: Mutex::new(HashMap::new()),
                 runs: execute::Runs::default(),
@@ -205,7 +213,7 @@ impl Server {
     /// The router with every endpoint and layer (tests may drive it directly).
     pub fn router(&self) -> Router {
         let state = Arc::clone(&self.state);
-        let api = Router::new()
+        let mut api = Router::new()
             .route("/api/agent/execute", post(routes::execute))
             .route(
                 "/api/agent/session/{id}",
@@ -217,16 +225,24 @@ impl Server {
             .route("/api/agent/ws", get(ws::upgrade))
             .route("/api/ag-ui", post(agui::run))
             .route("/api/chat", post(chat::post))
-            .route("/api/chat/{id}/stream", get(chat::resume))
-            .route_layer(middleware::from_fn_with_state(Arc::clone(&state), auth::authenticate));
+            .route("/api/chat/{id}/stream", get(chat::resume));
+        // The metrics show every owner's use: behind the keys, unless made public.
+        let mut operations = Router::new()
+            .route("/healthz", get(routes::healthz))
+            .route("/readyz", get(routes::readyz))
+            .route("/openapi.json", get(routes::openapi));
+        if state.settings.metrics_public {
+            operations = operations.route("/metrics", get(routes::metrics));
+        } else {
+            api = api.route("/metrics", get(routes::metrics));
+        }
+        let api =
+            api.route_layer(middleware::from_fn_with_state(Arc::clone(&state), auth::authenticate));
         let request_id = HeaderName::from_static("x-request-id");
         Router::new()
             .merge(api)
             .merge(playground::routes())
-            .route("/healthz", get(routes::healthz))
-            .route("/readyz", get(routes::readyz))
-            .route("/metrics", get(routes::metrics))
-            .route("/openapi.json", get(routes::openapi))
+            .merge(operations)
             .fallback(routes::not_found)
             .method_not_allowed_fallback(routes::method_not_allowed)
             .layer(middleware::from_fn_with_state(Arc::clone(&state), conn::body_timeout))
@@ -253,6 +269,16 @@ impl Server {
             .with_state(state)
     }
 
+    /// Whether this server may listen on `addr`: without API keys, only a loopback address
+    /// ([`ServeError::Unprotected`] otherwise). [`serve`](Self::serve) checks it too; a caller
+    /// checks it first to say "serving" only when it will.
+    pub fn check_addr(&self, addr: SocketAddr) -> Result<(), ServeError> {
+        if self.state.settings.api_keys.is_empty() && !addr.ip().is_loopback() {
+            return Err(ServeError::Unprotected(addr));
+        }
+        Ok(())
+    }
+
     /// Serves on `listener` until `shutdown` completes; then stops accepting, ends the streams,
     /// lets runs end for the configured grace, aborts those still going (an abort is saved: every
     /// run rests at a durable point and gives its lease back), and returns.
@@ -260,16 +286,15 @@ impl Server {
     /// Connections live under the limits of [`Settings`]: `header_timeout`, `body_timeout`,
     /// `idle_timeout` and `max_connections` (at the cap, the connection waiting longest for a
     /// request is closed for the new one; with every connection busy, the new one is closed).
-    /// HTTP/1.1 only.
+    /// HTTP/1.1 only. Each request carries its peer's address (`ConnectInfo<SocketAddr>`):
+    /// wrong API keys are counted per address.
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         let addr = listener.local_addr()?;
-        if self.state.settings.api_keys.is_empty() && !addr.ip().is_loopback() {
-            return Err(ServeError::Unprotected(addr));
-        }
+        self.check_addr(addr)?;
         let closing = self.state.closing.clone();
         let app = self.router();
         tracing::info!(%addr, "weft server listening");

@@ -24,7 +24,7 @@ impl Modify for BearerAuth {
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "Weft agent API", description = "The agent plan's HTTP API: sessions kept by the server, runs streamed as events (SSE `id:` = the event's seq), remote tools and approvals over HTTP."),
+    info(title = "Weft agent API", description = "The agent plan's HTTP API: sessions kept by the server, runs streamed as events (SSE `id:` = the event's seq), remote tools and approvals over HTTP. Session ids (`sessionId`, chat ids, AG-UI `threadId`) are chosen per API key owner: two owners may use the same id for two sessions, and another owner's session is answered as one that does not exist."),
     paths(
         crate::routes::execute,
         crate::routes::get_session,

@@ -168,7 +168,7 @@ pub(crate) async fn get_session(
         pending_approvals: s.pending_approvals(),
         run_id: s.run.as_ref().map(|r| r.run_id.clone()),
         last_event_seq: last_event_seq.max(s.last_event_seq),
-        id: s.id,
+        id: caller.client_id(&s.id).to_string(),
         status: s.status,
         provider: s.provider,
         model: s.model,
@@ -276,10 +276,16 @@ pub(crate) async fn list_sessions(
             )?
         }
     };
-    let sessions = state.agent.list_sessions(caller.scope(), limit).await.map_err(|e| match e {
-        weft_agent::AgentError::Store(s) => ApiError::store(&s),
-        other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", other.to_string()),
-    })?;
+    let mut sessions =
+        state.agent.list_sessions(caller.scope(), limit).await.map_err(|e| match e {
+            weft_agent::AgentError::Store(s) => ApiError::store(&s),
+            other => {
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", other.to_string())
+            }
+        })?;
+    for head in &mut sessions {
+        head.id = caller.client_id(&head.id).to_string();
+    }
     Ok(axum::Json(SessionList { sessions }))
 }
 
@@ -304,15 +310,26 @@ pub(crate) async fn delete_session(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     execute::check_id(&id)?;
-    let deleted = state.agent.delete_session(&id, caller.scope()).await.map_err(|e| match e {
-        weft_agent::AgentError::Store(s) => ApiError::store(&s),
-        other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", other.to_string()),
-    })?;
-    if !deleted {
-        return Err(ApiError::session_not_found(&id));
+    let delete = |stored: String| async {
+        let deleted =
+            state.agent.delete_session(&stored, caller.scope()).await.map_err(|e| match e {
+                weft_agent::AgentError::Store(s) => ApiError::store(&s),
+                other => {
+                    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", other.to_string())
+                }
+            })?;
+        Ok::<_, ApiError>(deleted.then_some(stored))
+    };
+    let mut deleted = delete(caller.store_id(&id)).await?;
+    if let (None, Some(legacy)) = (&deleted, caller.legacy_id(&id)) {
+        // Stored before owners had namespaces (the scope keeps it to its owner).
+        deleted = delete(legacy.to_string()).await?;
     }
-    state.forget(&id);
-    tracing::info!(session_id = %id, "session deleted");
+    let Some(stored) = deleted else {
+        return Err(ApiError::session_not_found(&id));
+    };
+    state.forget(&stored);
+    tracing::info!(session_id = %stored, "session deleted");
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -323,25 +340,23 @@ pub(crate) async fn healthz() -> axum::Json<Health> {
     axum::Json(Health { status: "ok".into() })
 }
 
-/// Readiness: the session store answers.
+/// Readiness: the session store takes a write (one that leaves nothing behind), in 2 s.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses(
         (status = 200, description = "Ready", body = Health),
-        (status = 503, description = "The store does not answer", body = Health),
+        (status = 503, description = "The store cannot write (a full disk, a lost database) or does not answer", body = Health),
     ))]
 pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     let Some(store) = state.agent.store() else {
         return axum::Json(Health { status: "ok".into() }).into_response();
     };
     let started = std::time::Instant::now();
-    let probe =
-        tokio::time::timeout(std::time::Duration::from_secs(2), store.head("weft-readiness-probe"))
-            .await;
+    let probe = tokio::time::timeout(std::time::Duration::from_secs(2), store.probe_write()).await;
     state.metrics.store_call(started.elapsed());
     match probe {
-        Ok(Ok(_)) => axum::Json(Health { status: "ok".into() }).into_response(),
+        Ok(Ok(())) => axum::Json(Health { status: "ok".into() }).into_response(),
         Ok(Err(error)) => {
-            tracing::warn!(%error, "readiness: the store failed");
+            tracing::warn!(%error, "readiness: the store cannot write");
             (StatusCode::SERVICE_UNAVAILABLE, axum::Json(Health { status: "unavailable".into() }))
                 .into_response()
         }
@@ -353,9 +368,15 @@ pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     }
 }
 
-/// Prometheus metrics (text exposition format).
+/// Prometheus metrics (text exposition format). They show every owner's use: on a server with
+/// API keys a key is needed, unless the configuration makes them public (`[metrics] public`).
 #[utoipa::path(get, path = "/metrics", tag = "operations",
-    responses((status = 200, description = "Metrics", content_type = "text/plain", body = String)))]
+    responses(
+        (status = 200, description = "Metrics", content_type = "text/plain", body = String),
+        (status = 401, description = "Missing or invalid API key (a server with keys, metrics not public)", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
 pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     let mut response = Response::new(Body::from(state.metrics.render()));
     response.headers_mut().insert(

@@ -14,6 +14,7 @@ use weft_protocol::{Encoder, Frame, Protocol};
 
 use crate::AppState;
 use crate::error::ApiError;
+use crate::ids::{ClientIds, ShownId};
 
 /// A session's events, in seq order.
 pub(crate) type Records = Pin<Box<dyn Stream<Item = Arc<EventRecord>> + Send>>;
@@ -62,10 +63,6 @@ pub(crate) struct Renderer {
 }
 
 impl Renderer {
-    pub(crate) fn new(protocol: Protocol) -> Self {
-        Self::with_encoder(protocol.encoder())
-    }
-
     /// A renderer with an encoder set up by the caller (the front-end endpoints configure theirs).
     pub(crate) fn with_encoder(encoder: Box<dyn Encoder>) -> Self {
         Self { encoder, frames: Vec::new() }
@@ -142,6 +139,8 @@ pub(crate) struct Feed {
     pub(crate) records: Records,
     pub(crate) seen: u64,
     pub(crate) cancel: Option<CancelOnDrop>,
+    /// The session's stored id and the id its client knows: events show the client's.
+    pub(crate) ids: Option<ShownId>,
 }
 
 /// How many bytes of frames one body chunk gathers at most when several events are ready at once
@@ -171,9 +170,9 @@ pub(crate) fn body_with(
     encoder: Box<dyn Encoder>,
 ) -> Body {
     let stream = async_stream::stream! {
-        let Feed { mut records, seen, mut cancel } = feed;
+        let Feed { mut records, seen, mut cancel, ids } = feed;
         let _gauge = ClientGauge::new(Arc::clone(&state));
-        let mut encoder = encoder;
+        let mut encoder = ClientIds::wrap(encoder, ids.as_ref());
         let mut out: Vec<u8> = Vec::new();
         let ticks = state.keep_alive();
         let tick = ticks.notified();

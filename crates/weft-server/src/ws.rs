@@ -37,6 +37,7 @@ use crate::api::{ExecuteRequest, QueryParams, parse_json};
 use crate::auth::{Caller, RateBucket};
 use crate::error::{ApiError, ErrorBody};
 use crate::execute;
+use crate::ids::ClientIds;
 use crate::routes::FormatQuery;
 use crate::stream::{ClientGauge, Feed, Renderer};
 use crate::ws_limits::{self, Outbox, StreamSlot};
@@ -277,9 +278,9 @@ async fn send_feed(
     outbox: &Outbox,
     slot: StreamSlot,
 ) {
-    let Feed { mut records, seen, mut cancel } = feed;
+    let Feed { mut records, seen, mut cancel, ids } = feed;
     let _gauge = ClientGauge::new(Arc::clone(state));
-    let mut renderer = Renderer::new(protocol);
+    let mut renderer = Renderer::with_encoder(ClientIds::wrap(protocol.encoder(), ids.as_ref()));
     while let Some(record) = records.next().await {
         if record.seq <= seen {
             renderer.prime(&record);

@@ -88,6 +88,24 @@ async fn bad_bodies_are_400_saying_where() {
         ("/api/chat", json!({"id": "c", "messages": []}), "must end with a user message"),
         (
             "/api/chat",
+            json!({"id": "c", "messages": [{"role": "user", "parts": [{"type": "text", "text": 5}]}]}),
+            "messages[0].parts[0].text: expected a string, got a number",
+        ),
+        (
+            "/api/chat",
+            json!({"id": "c", "messages": [{"role": "user", "parts": [{"text": "hi"}]}]}),
+            "messages[0].parts[0]: missing field `type`",
+        ),
+        (
+            "/api/chat",
+            json!({"id": "c", "messages": [
+                {"role": "user", "parts": [{"type": "text", "text": "hi"}]},
+                {"role": "assistant", "parts": [{"type": "tool-get_weather", "toolCallId": 7}]},
+                {"role": "user", "parts": [{"type": "text", "text": "and?"}]}]}),
+            "messages[1].parts[0].toolCallId: expected a string",
+        ),
+        (
+            "/api/chat",
             json!({"id": "bad id!", "messages": [{"role": "user", "parts": []}]}),
             "invalid session id",
         ),
@@ -104,7 +122,7 @@ async fn bad_bodies_are_400_saying_where() {
 }
 
 #[tokio::test]
-async fn another_owners_thread_or_chat_is_404() {
+async fn owners_have_their_own_threads_and_chats() {
     let server = keyed().await;
     let response =
         server.client.post(server.url("/api/ag-ui")).json(&agui_input("t-1")).send().await.unwrap();
@@ -122,15 +140,41 @@ async fn another_owners_thread_or_chat_is_404() {
     assert_eq!(response.headers()["x-vercel-ai-ui-message-stream"], "v1");
     assert!(response.text().await.unwrap().ends_with("data: [DONE]\n\n"));
 
-    for request in [
-        server.post("/api/ag-ui", Some(BOB)).json(&agui_input("t-1")),
-        server.post("/api/ag-ui", Some(BOB)).json(&agui_input("c-1")),
-        server.post("/api/chat", Some(BOB)).json(&chat_request("c-1")),
-        server.post("/api/chat", Some(BOB)).json(&chat_request("t-1")),
-        server.get("/api/chat/c-1/stream", Some(BOB)),
-    ] {
-        let (status, code, _) = error_of(request.send().await.unwrap()).await;
-        assert_eq!((status, code.as_str()), (404, "session_not_found"));
+    // Bob has no chat c-1: nothing of Alice's is found under it.
+    let request = server.get("/api/chat/c-1/stream", Some(BOB));
+    let (status, code, _) = error_of(request.send().await.unwrap()).await;
+    assert_eq!((status, code.as_str()), (404, "session_not_found"));
+    // Bob may choose the same ids: each is a thread or chat of his own, shown by his id.
+    let response =
+        server.post("/api/ag-ui", Some(BOB)).json(&agui_input("t-1")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["x-session-id"], "t-1");
+    let text = response.text().await.unwrap();
+    assert!(text.contains("\"threadId\":\"t-1\""), "{text}");
+    assert!(!text.contains('~'), "a stored id leaked: {text}");
+    let response =
+        server.post("/api/chat", Some(BOB)).json(&chat_request("c-1")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["x-session-id"], "c-1");
+    let _ = response.text().await.unwrap();
+    for (key, owner) in [(ALICE, "alice"), (BOB, "bob")] {
+        let list: Value = server
+            .get("/api/agent/sessions", Some(key))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let mut ids: Vec<&str> = list["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap())
+            .collect();
+        ids.sort_unstable();
+        assert_eq!(ids, ["c-1", "t-1"], "{owner}: {list}");
+        assert!(list["sessions"].as_array().unwrap().iter().all(|s| s["owner"] == owner));
     }
     // Alice's chat is not running: nothing to resume.
     let response = server.get("/api/chat/c-1/stream", Some(ALICE)).send().await.unwrap();

@@ -84,3 +84,63 @@ async fn openapi_describes_every_endpoint() {
         doc["components"]["schemas"]["ExecuteOptions"]["properties"].get("multitask").is_some()
     );
 }
+
+/// A tmpfs of `size` mounted on a temporary directory while it lives (`None` where this process
+/// cannot mount one: not root, no permission).
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn mount(size: &str) -> Option<Self> {
+        let dir = tempfile::tempdir().ok()?;
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .ok()?;
+        status.success().then_some(Self { dir })
+    }
+
+    /// Fills the disk with a file of zeros until it is full.
+    fn fill(&self) -> std::path::PathBuf {
+        use std::io::Write;
+        let path = self.dir.path().join("filler");
+        let mut file = std::fs::File::create(&path).unwrap();
+        let block = vec![0u8; 64 * 1024];
+        while file.write_all(&block).is_ok() {}
+        let _ = file.flush();
+        path
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(self.dir.path()).status();
+    }
+}
+
+/// `/readyz` tries a write: with the store's disk full it says 503 (a read said ready), and
+/// ready again once there is room.
+#[tokio::test]
+async fn readiness_needs_a_store_that_can_write() {
+    let Some(disk) = SmallDisk::mount("4m") else {
+        eprintln!(
+            "SKIPPED readiness_needs_a_store_that_can_write: cannot mount a tmpfs here \
+             (needs root or CAP_SYS_ADMIN)"
+        );
+        return;
+    };
+    let server = start_at(&disk.dir.path().join("weft.db"), weather_script()).await;
+    let ready = || async { server.get("/readyz", None).send().await.unwrap() };
+    assert_eq!(ready().await.status(), 200);
+    let filler = disk.fill();
+    let response = ready().await;
+    assert_eq!(response.status(), 503);
+    assert_eq!(response.json::<Value>().await.unwrap()["status"], "unavailable");
+    // Health is not readiness: the process still answers.
+    assert_eq!(server.get("/healthz", None).send().await.unwrap().status(), 200);
+    std::fs::remove_file(filler).unwrap();
+    assert_eq!(ready().await.status(), 200, "ready again once the disk has room");
+}

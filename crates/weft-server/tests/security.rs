@@ -54,9 +54,6 @@ async fn keys_are_required_and_owners_see_only_their_sessions() {
         server.post("/api/agent/execute", Some(BOB)).json(&json!({"sessionId": id,
             "input": [{"role": "toolResult", "toolCallId": "call-1", "toolName": "get_weather",
                        "content": "stolen"}]})),
-        // Even with a context, the id stays Alice's.
-        server.post("/api/agent/execute", Some(BOB)).json(&json!({"sessionId": id,
-            "input": user("mine now"), "context": {}})),
     ];
     for request in paths {
         let (status, error) = error_of(request.send().await.unwrap()).await;
@@ -203,4 +200,271 @@ async fn cors_follows_the_configuration() {
         .await
         .unwrap();
     assert!(response.headers().get("access-control-allow-origin").is_none());
+}
+
+#[tokio::test]
+async fn the_bearer_scheme_is_matched_in_any_case() {
+    let server = keyed(|_| {}).await;
+    for value in [format!("BEARER {ALICE}"), format!("bEaReR {ALICE}"), format!("Bearer   {ALICE}")]
+    {
+        let response = server
+            .client
+            .get(server.url("/api/agent/sessions"))
+            .header("authorization", &value)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{value:?}");
+    }
+    let response = server
+        .client
+        .get(server.url("/api/agent/sessions"))
+        .header("authorization", format!("Basic {ALICE}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401, "another scheme");
+}
+
+/// A client that sends wrong keys is stopped after the configured number (30 a minute by
+/// default), whatever key it tries next; another address is not.
+#[tokio::test]
+async fn wrong_keys_are_throttled_per_client_address() {
+    let server = keyed(|_| {}).await;
+    let sessions = server.url("/api/agent/sessions");
+    for i in 0..weft_server::DEFAULT_FAILED_KEYS_PER_MINUTE {
+        let guess = format!("guess-{i:08}");
+        let response = server.client.get(&sessions).bearer_auth(guess).send().await.unwrap();
+        assert_eq!(response.status(), 401, "guess {i}");
+    }
+    let response = server.client.get(&sessions).bearer_auth("guess-last").send().await.unwrap();
+    assert_eq!(response.status(), 429);
+    let wait: u64 = response.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    let (_, error) = error_of(response).await;
+    assert_eq!(error["error"]["code"], "too_many_failed_keys");
+    // The right key is not even checked from there: a guess that hits is no different.
+    let response = server.client.get(&sessions).bearer_auth(ALICE).send().await.unwrap();
+    assert_eq!(response.status(), 429);
+    // Another address (127.0.0.2 is loopback too) has its own count.
+    let other = reqwest::Client::builder()
+        .no_proxy()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .unwrap();
+    let response = other.get(&sessions).bearer_auth(ALICE).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+#[tokio::test]
+async fn metrics_need_a_key_unless_made_public() {
+    let server = keyed(|_| {}).await;
+    let response = server.client.get(server.url("/metrics")).send().await.unwrap();
+    let (status, error) = error_of(response).await;
+    assert_eq!((status, error["error"]["code"].as_str()), (401, Some("unauthorized")));
+    let response = server.get("/metrics", Some(BOB)).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.text().await.unwrap().contains("weft_runs_active"));
+
+    let public = start_with(
+        weather_script(),
+        |b| b,
+        |s| {
+            s.api_keys = weft_server::parse_api_keys(&format!("{ALICE}=alice")).unwrap();
+            s.metrics_public = true;
+        },
+    )
+    .await;
+    let response = public.client.get(public.url("/metrics")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+async fn execute_as(server: &TestServer, key: &str, body: Value) -> (u16, String, String) {
+    let response = server
+        .post("/api/agent/execute", Some(key))
+        .header("accept", "application/x-ndjson")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let id = response.headers().get("x-session-id").map(|v| v.to_str().unwrap().to_string());
+    (status, id.unwrap_or_default(), response.text().await.unwrap())
+}
+
+/// Two owners choose the same session id: each gets a session of their own, and sees exactly
+/// the id they chose (header, body, list, every event's envelope). Another owner's id is
+/// answered as one that does not exist, with the same body.
+#[tokio::test]
+async fn owners_may_choose_the_same_session_id() {
+    let server = keyed(|_| {}).await;
+    let new = |text: &str| {
+        json!({"sessionId": "shared-1", "input": user(text),
+               "context": {"tools": [remote_weather_tool()]}})
+    };
+    let (status, id, alice_stream) = execute_as(&server, ALICE, new("Alice asks")).await;
+    assert_eq!((status, id.as_str()), (200, "shared-1"), "{alice_stream}");
+    // Today Bob's request for Alice's id was a 404: squatting, and an oracle.
+    let (status, id, bob_stream) = execute_as(&server, BOB, new("Bob asks")).await;
+    assert_eq!((status, id.as_str()), (200, "shared-1"), "{bob_stream}");
+    for stream in [&alice_stream, &bob_stream] {
+        let envelopes: Vec<Value> =
+            stream.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert!(envelopes.len() > 5);
+        for envelope in &envelopes {
+            assert_eq!(envelope["session_id"], "shared-1", "{envelope}");
+        }
+        assert!(!stream.contains('~'), "a stored id leaked: {stream}");
+    }
+    // Each owner's session holds their own conversation.
+    for (key, asked) in [(ALICE, "Alice asks"), (BOB, "Bob asks")] {
+        let view: Value = server
+            .get("/api/agent/session/shared-1", Some(key))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(view["id"], "shared-1");
+        assert_eq!(view["status"], "awaiting_tool_execution");
+        assert_eq!(view["messages"][0]["content"][0]["text"], asked, "{view}");
+        let list: Value = server
+            .get("/api/agent/sessions", Some(key))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(list["sessions"].as_array().unwrap().len(), 1);
+        assert_eq!(list["sessions"][0]["id"], "shared-1");
+    }
+    // Bob answers his call; Alice's session still waits on hers.
+    let (status, _, stream) = execute_as(
+        &server,
+        BOB,
+        json!({"sessionId": "shared-1", "input": [{"role": "toolResult", "toolCallId": "call-1",
+               "toolName": "get_weather", "content": "Rain"}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{stream}");
+    assert_eq!(server.settled_as("shared-1", BOB).await["status"], "completed");
+    assert_eq!(server.settled_as("shared-1", ALICE).await["status"], "awaiting_tool_execution");
+
+    // Alice alone has "alice-only": Bob's answer for it is the answer for an id nobody has.
+    let (status, _, _) = execute_as(
+        &server,
+        ALICE,
+        json!({"sessionId": "alice-only",
+        "input": user("mine"), "context": {}}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let not_found = |id: &str| server.get(&format!("/api/agent/session/{id}"), Some(BOB)).send();
+    let (status, foreign) = error_of(not_found("alice-only").await.unwrap()).await;
+    let (status_none, none) = error_of(not_found("nobody-has").await.unwrap()).await;
+    assert_eq!((status, status_none), (404, 404));
+    assert_eq!(
+        foreign.to_string().replace("alice-only", "ID"),
+        none.to_string().replace("nobody-has", "ID")
+    );
+}
+
+/// Sessions stored before owners had namespaces stay their owner's; a server without keys
+/// keeps the ids clients chose as its stored ids.
+#[tokio::test]
+async fn stored_ids_without_a_namespace_stay_reachable() {
+    let server = keyed(|_| {}).await;
+    let store =
+        weft_store::connect(&format!("sqlite:{}", server.dir.path().join("weft.db").display()))
+            .await
+            .unwrap();
+    let mut session = weft_core::Session::new("legacy-1", "faux", "faux");
+    session.owner = Some("alice".into());
+    store.create(session.head(), weft_core::History::new()).await.unwrap();
+    let view = server.get("/api/agent/session/legacy-1", Some(ALICE)).send().await.unwrap();
+    assert_eq!(view.status(), 200);
+    assert_eq!(view.json::<Value>().await.unwrap()["id"], "legacy-1");
+    let bob = server.get("/api/agent/session/legacy-1", Some(BOB)).send().await.unwrap();
+    assert_eq!(bob.status(), 404);
+    let deleted = server.delete("/api/agent/session/legacy-1", Some(ALICE)).send().await.unwrap();
+    assert_eq!(deleted.status(), 204);
+    assert_eq!(store.head("legacy-1").await.unwrap(), None);
+
+    let open = start(weather_script()).await;
+    let (id, _) =
+        open.execute(json!({"sessionId": "plain-1", "input": user("hi"), "context": {}})).await;
+    assert_eq!(id, "plain-1");
+    let store =
+        weft_store::connect(&format!("sqlite:{}", open.dir.path().join("weft.db").display()))
+            .await
+            .unwrap();
+    assert!(store.head("plain-1").await.unwrap().is_some(), "a keyless server's ids are as chosen");
+}
+
+/// Tool names are limited to what every provider accepts, wherever a client sends tools.
+#[tokio::test]
+async fn tool_names_providers_refuse_are_400_naming_the_tool() {
+    let server = start(weather_script()).await;
+    let long = "t".repeat(100 * 1024);
+    for name in [long.as_str(), "get.weather", "get weather"] {
+        let tool = json!({"name": name, "description": "d", "parameters": {"type": "object"}});
+        let shown: String = name.chars().take(20).collect();
+        for (path, body) in [
+            ("/api/agent/execute", json!({"input": user("hi"), "context": {"tools": [tool]}})),
+            (
+                "/api/ag-ui",
+                json!({"threadId": format!("t-{}", name.len()), "runId": "r",
+                       "messages": [{"id": "u", "role": "user", "content": "hi"}],
+                       "tools": [tool]}),
+            ),
+            (
+                "/api/chat",
+                json!({"id": format!("c-{}", name.len()),
+                       "messages": [{"id": "u", "role": "user", "parts": [{"type": "text", "text": "hi"}]}],
+                       "tools": [tool]}),
+            ),
+        ] {
+            let response = server.post(path, None).json(&body).send().await.unwrap();
+            let (status, error) = error_of(response).await;
+            assert_eq!(status, 400, "{path}: {error}");
+            assert_eq!(error["error"]["code"], "invalid_tool_name", "{path}: {error}");
+            let message = error["error"]["message"].as_str().unwrap();
+            assert!(message.contains(&shown), "{path}: {message}");
+            assert!(message.len() < 300, "{path}: the message repeats the whole name");
+        }
+    }
+}
+
+/// An approval for a call that waits for its result (not for approval) says so: 422.
+#[tokio::test]
+async fn an_approval_for_a_call_awaiting_its_result_is_422() {
+    let server = start(weather_script()).await;
+    let (id, _) = server
+        .execute(json!({"input": user("Weather?"), "context": {"tools": [remote_weather_tool()]}}))
+        .await;
+    assert_eq!(server.settled(&id).await["status"], "awaiting_tool_execution");
+    let response = server
+        .post("/api/agent/execute", None)
+        .json(&json!({"sessionId": id, "input": {"approvals": [
+            {"toolCallId": "call-1", "approved": true}]}}))
+        .send()
+        .await
+        .unwrap();
+    let (status, error) = error_of(response).await;
+    assert_eq!(status, 422, "{error}");
+    assert_eq!(error["error"]["code"], "wrong_answer_kind");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(message.contains("waiting for its result, not for an approval"), "{message}");
+    // The call still waits, and its result is taken.
+    let response = server
+        .post("/api/agent/execute", None)
+        .json(&json!({"sessionId": id, "input": [{"role": "toolResult", "toolCallId": "call-1",
+            "toolName": "get_weather", "content": "Sunny"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let _ = response.text().await.unwrap();
 }

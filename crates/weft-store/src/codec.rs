@@ -264,6 +264,10 @@ pub(crate) fn check_checkpoint(checkpoint: &Checkpoint) -> Result<(), StoreError
 }
 
 /// The longest lease or wait the stores honour (longer ones are cut to it): ten years.
+/// The session id of the row a write probe writes and deletes (`probe_write`): no session
+/// has it (a client's id never starts with `~`).
+pub(crate) const PROBE_ID: &str = "~probe";
+
 pub(crate) const MAX_DURATION: Duration = Duration::from_secs(10 * 366 * 24 * 3600);
 
 /// A lease's time to live in milliseconds (at least 1, at most [`MAX_DURATION`]).

@@ -415,6 +415,7 @@ enum Op {
     Renew { session_id: String, holder: String, ttl_ms: i64 },
     Release { session_id: String, holder: String },
     ReleaseProcess { process: String },
+    Probe,
 }
 
 /// A write's answer.
@@ -825,6 +826,24 @@ async fn apply(conn: &mut SqliteConnection, op: Op) -> OpResult {
             .rows_affected();
             Ok((Done::Seq(released), None))
         }
+        Op::Probe => {
+            // A lease row no session can have, written and deleted: the page changes, so the
+            // commit writes (and syncs) the log, and nothing is left.
+            sqlx::query(
+                "INSERT INTO leases (session_id, holder, expires_at) VALUES (?, 'probe', 0) \
+                 ON CONFLICT (session_id) DO UPDATE SET expires_at = excluded.expires_at",
+            )
+            .bind(codec::PROBE_ID)
+            .execute(&mut *conn)
+            .await
+            .map_err(sql)?;
+            sqlx::query("DELETE FROM leases WHERE session_id = ?")
+                .bind(codec::PROBE_ID)
+                .execute(&mut *conn)
+                .await
+                .map_err(sql)?;
+            Ok((Done::Unit, None))
+        }
     }
 }
 
@@ -1187,6 +1206,9 @@ impl SessionStore for SqliteStore {
                 _ => Err(StoreError::Backend("the SQLite writer answered out of kind".into())),
             }
         })
+    }
+    fn probe_write(&self) -> StoreFuture<'_, ()> {
+        Box::pin(self.write_unit(Op::Probe))
     }
 
     fn due_sessions<'a>(&'a self, now: TimestampMs, limit: usize) -> StoreFuture<'a, Vec<String>> {

@@ -1190,6 +1190,20 @@ async fn failures_fail_only_their_caller(f: &Fixture) {
     }
 }
 
+/// A write probe succeeds on a store that can write and leaves nothing behind: no session, no
+/// lease, nothing due (the memory store runs the trait's default: a session created and
+/// deleted).
+async fn probe_write_leaves_nothing(f: &Fixture) {
+    let s = &*f.store;
+    let before = s.list_sessions(OwnerScope::Any, 1000).await.unwrap();
+    for _ in 0..3 {
+        s.probe_write().await.unwrap();
+    }
+    assert_eq!(s.list_sessions(OwnerScope::Any, 1000).await.unwrap(), before);
+    assert!(s.due_sessions(u64::MAX / 2, 100).await.unwrap().is_empty());
+    assert_eq!(s.head("~probe").await.unwrap(), None);
+}
+
 macro_rules! conformance {
     ($($check:ident),* $(,)?) => {
         mod memory {
@@ -1336,6 +1350,7 @@ conformance!(
     delete_removes_everything,
     failures_fail_only_their_caller,
     events_repeating_messages,
+    probe_write_leaves_nothing,
 );
 
 // ---------------------------------------------------------------------------------------------

@@ -66,6 +66,11 @@ pub async fn start_with(
     start_on(dir, &path, script, agent, settings).await
 }
 
+/// A server on the SQLite file `path` (somewhere a test prepared: a small file system …).
+pub async fn start_at(path: &std::path::Path, script: FauxScript) -> TestServer {
+    start_on(tempfile::tempdir().unwrap(), path, script, |b| b, |_| {}).await
+}
+
 /// A second server (a replica) on the SQLite file of `first`, as another process would open it.
 pub async fn replica_of(
     first: &TestServer,
@@ -150,6 +155,21 @@ impl TestServer {
     pub async fn settled(&self, id: &str) -> Value {
         for _ in 0..400 {
             let session = self.session(id).await;
+            if session["status"] != "running" {
+                return session;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("session {id} still running");
+    }
+
+    /// Waits until the session (of the owner of `key`) is not `running`.
+    pub async fn settled_as(&self, id: &str, key: &str) -> Value {
+        for _ in 0..400 {
+            let response =
+                self.get(&format!("/api/agent/session/{id}"), Some(key)).send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            let session: Value = response.json().await.unwrap();
             if session["status"] != "running" {
                 return session;
             }

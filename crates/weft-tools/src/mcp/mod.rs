@@ -5,7 +5,10 @@
 //! `notifications/tools/list_changed`, and when the connection ends (the process died, the
 //! server went away) or a call finds the server hung, it reconnects with backoff (100 ms,
 //! doubling to 10 s). Its tools are named `SERVER__TOOL` and take the server's input schema as
-//! their parameters (the agent validates arguments against it before a call).
+//! their parameters (the agent validates arguments against it before a call). A tool whose
+//! `SERVER__TOOL` is not a name every model provider accepts (1 to 64 of `A-Z a-z 0-9 _ -`:
+//! MCP allows `.`, `/` and longer names) is skipped with a warning, as one whose schema is
+//! invalid: offered to a model, it would fail every call of every run.
 //!
 //! A call streams the server's progress notifications as output deltas; when the run is
 //! aborted (or the call times out) the server is sent `notifications/cancelled`. A call that
@@ -254,6 +257,11 @@ async fn relist(shared: &Arc<Shared>, peer: &Peer<RoleClient>) {
                     continue;
                 }
                 let name = format!("{}{SEPARATOR}{}", shared.config.name, tool.name);
+                if !weft_core::valid_tool_name(&name) {
+                    // A name a provider refuses would fail every model call of every run.
+                    tracing::warn!(server = %shared.config.name, tool = %tool.name, "MCP tool skipped: its name {name:?} is not one model providers accept (1 to {} of A-Z a-z 0-9 _ -)", weft_core::MAX_TOOL_NAME);
+                    continue;
+                }
                 let description = tool.description.as_deref().unwrap_or_default().to_string();
                 let mut spec = ToolSpec::new(name, description, parameters);
                 if let Some(title) = tool.title.clone() {
