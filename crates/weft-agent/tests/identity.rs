@@ -50,19 +50,24 @@ async fn sqlite(path: &Path) -> Arc<dyn SessionStore> {
     Arc::new(SqliteStore::open(path).await.unwrap())
 }
 
+/// A "process": an agent on the SQLite file `db` whose model plays `turns`, with the tool that
+/// never ends, under the first free identity of `home`.
+async fn process(db: &Path, home: &Path, turns: impl IntoIterator<Item = FauxTurn>) -> Agent {
+    Agent::builder(FauxProvider::new(FauxScript::new(turns)))
+        .tool(hang())
+        .store(sqlite(db).await)
+        .identity(ProcessIdentity::claim(home).unwrap())
+        .lease_ttl(TTL)
+        .build()
+        .unwrap()
+}
+
 /// Process 1 on `home`: a session whose run is inside a tool call that never ends when the
 /// process dies. Returns the session's id.
 fn die_inside_a_tool(db: &Path, home: &Path) -> String {
     let rt = runtime();
     let id = rt.block_on(async {
-        let turn = FauxTurn::tool_call("charge", json!({"q": "x"}));
-        let agent = Agent::builder(FauxProvider::new(FauxScript::new([turn])))
-            .tool(hang())
-            .store(sqlite(db).await)
-            .identity(ProcessIdentity::claim(home).unwrap())
-            .lease_ttl(TTL)
-            .build()
-            .unwrap();
+        let agent = process(db, home, [FauxTurn::tool_call("charge", json!({"q": "x"}))]).await;
         let session = agent.create_session(SessionOptions::default()).await.unwrap();
         let mut stream = agent.execute(&session, Input::text("buy")).await.unwrap();
         while let Some(event) = stream.next().await {
@@ -85,13 +90,7 @@ fn a_restarted_process_recovers_its_dead_run_at_once_and_new_input_waits_for_it(
     rt.block_on(async {
         let recovered = FauxTurn::text("The charge was interrupted; I will not retry it.");
         let answer = FauxTurn::text("Here is your receipt.");
-        let agent = Agent::builder(FauxProvider::new(FauxScript::new([recovered, answer])))
-            .tool(hang())
-            .store(sqlite(&db).await)
-            .identity(ProcessIdentity::claim(&home).unwrap())
-            .lease_ttl(TTL)
-            .build()
-            .unwrap();
+        let agent = process(&db, &home, [recovered, answer]).await;
         let session = agent.session(&id).await.unwrap().unwrap();
         assert!(session.is_recovering(), "the dead run is taken over at once, not after {TTL:?}");
         // Not refused: the message waits for the recovery, then runs.
@@ -164,12 +163,7 @@ fn a_restarted_process_takes_answers_for_a_suspended_session_at_once() {
     };
     let rt = runtime();
     rt.block_on(async {
-        let agent = Agent::builder(FauxProvider::new(FauxScript::new([FauxTurn::text("Sunny.")])))
-            .store(sqlite(&db).await)
-            .identity(ProcessIdentity::claim(&home).unwrap())
-            .lease_ttl(TTL)
-            .build()
-            .unwrap();
+        let agent = process(&db, &home, [FauxTurn::text("Sunny.")]).await;
         let session = agent.session(&id).await.unwrap().unwrap();
         assert_eq!(session.status(), SessionStatus::AwaitingToolExecution);
         let call = session.pending_tool_calls().remove(0);
@@ -187,14 +181,7 @@ fn a_second_live_process_has_an_identity_of_its_own_and_waits_for_the_lease() {
     let (db, home) = (dir.path().join("weft.db"), dir.path().join("processes"));
     let rt = runtime();
     rt.block_on(async {
-        let turn = FauxTurn::tool_call("charge", json!({"q": "x"}));
-        let first = Agent::builder(FauxProvider::new(FauxScript::new([turn])))
-            .tool(hang())
-            .store(sqlite(&db).await)
-            .identity(ProcessIdentity::claim(&home).unwrap())
-            .lease_ttl(TTL)
-            .build()
-            .unwrap();
+        let first = process(&db, &home, [FauxTurn::tool_call("charge", json!({"q": "x"}))]).await;
         let session = first.create_session(SessionOptions::default()).await.unwrap();
         let mut stream = first.execute(&session, Input::text("buy")).await.unwrap();
         while let Some(event) = stream.next().await {
@@ -203,13 +190,7 @@ fn a_second_live_process_has_an_identity_of_its_own_and_waits_for_the_lease() {
             }
         }
         // The first process lives: the second gets the next slot, and its run is not taken.
-        let second = Agent::builder(FauxProvider::new(FauxScript::new([FauxTurn::text("no")])))
-            .tool(hang())
-            .store(sqlite(&db).await)
-            .identity(ProcessIdentity::claim(&home).unwrap())
-            .lease_ttl(TTL)
-            .build()
-            .unwrap();
+        let second = process(&db, &home, [FauxTurn::text("no")]).await;
         assert_ne!(first.identity().name(), second.identity().name());
         assert_eq!(second.identity().slot_path().unwrap().file_name().unwrap(), "1.lock");
         let there = second.session(&session.id()).await.unwrap().unwrap();

@@ -156,6 +156,9 @@ fn plan(args: &ServeArgs, config: &ServeConfig) -> anyhow::Result<Plan> {
     if let Some(ttl) = config.lease_ttl {
         builder = builder.lease_ttl(ttl);
     }
+    if let Some(timeout) = config.end_commit_timeout {
+        builder = builder.end_commit_timeout(timeout);
+    }
     let mut settings = Settings::new(provider);
     settings.api_keys = config.api_keys.clone();
     settings.max_turns = max_turns;

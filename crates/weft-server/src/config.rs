@@ -32,6 +32,7 @@
 //! remote_tool_timeout = "10m"       # a remote call unanswered this long gets an error result
 //! shutdown_grace = "10s"            # how long a shutdown waits for runs before aborting them
 //! lease_ttl = "15s"                 # a run whose replica stopped is taken over after this
+//! end_commit_timeout = "30s"        # how long a run tries to store its end while the store fails
 //! header_timeout = "10s"            # a request head must arrive whole within this (slowloris)
 //! body_timeout = "60s"              # a request body must arrive whole within this; else 408
 //! idle_timeout = "60s"              # a keep-alive connection with no request is closed after this
@@ -237,6 +238,8 @@ pub struct ServeConfig {
     pub shutdown_grace: Option<Duration>,
     /// How long a run's lease lasts without renewal.
     pub lease_ttl: Option<Duration>,
+    /// How long a run tries to store its end while the store fails transiently.
+    pub end_commit_timeout: Option<Duration>,
     /// Connection and WebSocket limits (`[limits]`: `header_timeout` … `ws_send_timeout`).
     pub connections: ConnectionLimits,
     /// CORS origins.
@@ -350,6 +353,8 @@ struct LimitsSection {
     shutdown_grace: Option<Duration>,
     #[serde(default, deserialize_with = "duration")]
     lease_ttl: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    end_commit_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "duration")]
     header_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "duration")]
@@ -524,6 +529,7 @@ impl ServeConfig {
             remote_tool_timeout: file.limits.remote_tool_timeout,
             shutdown_grace: file.limits.shutdown_grace,
             lease_ttl: file.limits.lease_ttl,
+            end_commit_timeout: file.limits.end_commit_timeout,
             connections: ConnectionLimits {
                 header_timeout: file.limits.header_timeout,
                 body_timeout: file.limits.body_timeout,
@@ -674,12 +680,13 @@ mod tests {
     fn more_providers_come_from_the_file_or_the_environment() -> Result<(), ConfigError> {
         let config = parse(
             "[providers.faux]\nscript = \"s.json\"\n[providers.anthropic]\nmodel = \"m\"\n\
-             [limits]\nlease_ttl = \"2s\"\n",
+             [limits]\nlease_ttl = \"2s\"\nend_commit_timeout = \"45s\"\n",
         )?;
         assert_eq!(config.providers.len(), 2);
         assert_eq!(config.providers["faux"].script, Some(PathBuf::from("/etc/weft/s.json")));
         assert_eq!(config.providers["anthropic"].model.as_deref(), Some("m"));
         assert_eq!(config.lease_ttl, Some(Duration::from_secs(2)));
+        assert_eq!(config.end_commit_timeout, Some(Duration::from_secs(45)));
         let error = parse("[providers.faux]\nscrpt = 1\n").err().map(|e| e.0).unwrap_or_default();
         assert!(error.contains("providers.faux.scrpt"), "{error}");
         let listed = parse_providers("anthropic=claude, openai").map_err(ConfigError)?;
