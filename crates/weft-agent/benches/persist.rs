@@ -1550,8 +1550,13 @@ impl SessionStore for Probe {
     fn release_lease<'a>(&'a self, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
         self.inner.release_lease(id, holder)
     }
-    fn release_process_leases<'a>(&'a self, process: &'a str) -> StoreFuture<'a, u64> {
-        self.inner.release_process_leases(process)
+    fn take_over_process_leases<'a>(
+        &'a self,
+        process: &'a str,
+        heir: &'a str,
+        ttl: Duration,
+    ) -> StoreFuture<'a, Vec<String>> {
+        self.inner.take_over_process_leases(process, heir, ttl)
     }
     fn due_sessions<'a>(
         &'a self,

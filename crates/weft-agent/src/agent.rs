@@ -38,8 +38,9 @@ pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 pub const DEFAULT_KEEP_OPEN: usize = 256;
 /// How often a run looks in the store for an abort requested by another process.
 pub const DEFAULT_ABORT_POLL: Duration = Duration::from_millis(500);
-/// How long a run tries to store its end while the store fails transiently.
-pub const DEFAULT_END_COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a run tries to store its end while the store fails transiently (never longer than
+/// two thirds of its lease's ttl, which could then be taken over).
+pub const DEFAULT_END_COMMIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The key of a session's `options` that holds its own limit of model calls per run.
 pub const OPTION_MAX_TURNS: &str = "maxTurns";
 /// The key of a session's `options` that holds its reasoning [`Mode`](crate::Mode) (absent:
@@ -139,7 +140,10 @@ pub struct AgentConfig {
     /// How long a run keeps trying to store its end (its resting status, answer and pending
     /// calls) while the store fails transiently (a full disk, a dropped connection). Nothing
     /// reports the end before it is stored; a run whose end could not be stored in this time
-    /// ends with an error saying so, never with the status it could not keep.
+    /// ends with an error saying so, never with the status it could not keep. At most two
+    /// thirds of [`lease_ttl`](Self::lease_ttl): a lease unrenewed longer than its ttl may be
+    /// taken over by another process, which would then recover the run from its last stored
+    /// state while this one still tried to store another end.
     pub end_commit_timeout: Duration,
 }
 
@@ -495,27 +499,65 @@ impl Agent {
     }
 
     /// Before the first use of the store: the leases held under this agent's stable identity
-    /// are a dead process's (the identity's lock was free when this process claimed it), and
-    /// are freed, so that process's runs are recovered and its suspended sessions take input
-    /// at once. Every later call returns at once.
+    /// are a dead process's (the identity's lock was free when this process claimed it). They
+    /// are taken over in one step (nobody else can take them in between) and their sessions
+    /// dealt with here and now: a run is recovered, a suspended session's lease given back so
+    /// it takes answers at once. Every later call returns at once.
+    ///
+    /// Tried once: should the store fail, those leases expire by themselves. (Trying again
+    /// later could take over the leases of this process's own live runs, which share its name.)
     pub(crate) async fn adopt_identity(&self) {
         let inner = &self.inner;
         let (Some(store), true) = (&inner.store, inner.identity.is_stable()) else { return };
         inner
             .adopted
             .get_or_init(|| async {
-                match store.release_process_leases(&inner.holder).await {
-                    Ok(0) => {}
-                    Ok(count) => tracing::warn!(
+                let heir: Arc<str> =
+                    Arc::from(format!("{}/{}", inner.holder, uuid::Uuid::new_v4()));
+                let ttl = inner.config.lease_ttl;
+                let taken = match store.take_over_process_leases(&inner.holder, &heir, ttl).await {
+                    Ok(taken) => taken,
+                    Err(error) => {
+                        tracing::warn!(%error, "taking over a dead process's leases failed: they expire by themselves");
+                        return;
+                    }
+                };
+                if !taken.is_empty() {
+                    tracing::warn!(
                         identity = %inner.holder,
-                        leases = count,
-                        "a previous process with this identity died holding runs: they are recovered now"
-                    ),
-                    // They expire by themselves.
-                    Err(error) => tracing::warn!(%error, "freeing a dead process's leases failed"),
+                        sessions = taken.len(),
+                        "a previous process with this identity died holding runs: recovering them now"
+                    );
+                }
+                for id in taken {
+                    let lease = Lease::held(store, &id, Arc::clone(&heir), ttl);
+                    self.take_over(&id, lease).await;
                 }
             })
             .await;
+    }
+
+    /// A session whose lease this process took over from a dead holder: its run is recovered
+    /// here; a session that rests (its holder died between storing the end and letting go) has
+    /// its lease given back.
+    async fn take_over(&self, id: &str, lease: Lease) {
+        let stored = match self.store().map(|store| store.load(id)) {
+            Some(load) => load.await,
+            None => return,
+        };
+        match stored {
+            Ok(Some(stored)) if stored.head.status == SessionStatus::Running => {
+                match self.adopt(stored) {
+                    Some(session) => drop(self.recover(&session, lease).await),
+                    None => lease.release().await,
+                }
+            }
+            Ok(_) => lease.release().await,
+            Err(error) => {
+                // The sweeper recovers it once the lease expires.
+                tracing::warn!(session_id = %id, %error, "loading a dead process's session failed");
+            }
+        }
     }
 
     /// The agent's settings.
@@ -588,7 +630,7 @@ impl Agent {
                 .await
                 .map_err(AgentError::Store)?;
         }
-        Ok(self.register(session, remote, 0))
+        Ok(self.register(session, remote, 0, false))
     }
 
     /// Takes charge of a session kept in memory only (one this agent's store does not keep):
@@ -600,7 +642,7 @@ impl Agent {
             session.status = SessionStatus::Error;
         }
         let last = session.last_event_seq;
-        Ok(self.register(session, remote, last))
+        Ok(self.register(session, remote, last, false))
     }
 
     /// The session `id`: the one open in this process, or loaded from the store. `None` when
@@ -656,7 +698,7 @@ impl Agent {
         let last_seq = stored.last_seq;
         let session = Session::from_stored(stored);
         let remote = RemoteTools::new(&session.tools, &self.inner.tools.snapshot())?;
-        Ok(self.register(session, remote, last_seq))
+        Ok(self.register(session, remote, last_seq, true))
     }
 
     /// The sessions open in this process.
@@ -730,7 +772,15 @@ impl Agent {
         open.get(id).and_then(Weak::upgrade).map(|shared| SessionHandle { shared })
     }
 
-    fn register(&self, session: Session, remote: RemoteTools, last_seq: u64) -> SessionHandle {
+    /// The handle of `session`, open from now on. `loaded`: it comes from the store, and a
+    /// handle another task opened for it meanwhile is kept instead.
+    fn register(
+        &self,
+        session: Session,
+        remote: RemoteTools,
+        last_seq: u64,
+        loaded: bool,
+    ) -> SessionHandle {
         let id = session.id.clone();
         let committed_messages = session.messages.len();
         let shared = Arc::new(Shared {
@@ -748,6 +798,14 @@ impl Agent {
             idle: tokio::sync::Notify::new(),
         });
         let mut open = self.inner.open.lock().unwrap_or_else(|e| e.into_inner());
+        if loaded && let Some(kept) = open.get(&id).and_then(Weak::upgrade) {
+            // Loaded twice at once (a request and the sweeper): one handle per session, the
+            // first one, whose run (a recovery) may have started already.
+            drop(open);
+            let handle = SessionHandle { shared: kept };
+            self.keep_recent(&handle);
+            return handle;
+        }
         open.retain(|_, weak| weak.strong_count() > 0);
         open.insert(id, Arc::downgrade(&shared));
         drop(open);
@@ -779,9 +837,26 @@ impl Agent {
         input: impl Into<Input>,
     ) -> Result<ExecuteStream, ExecuteError> {
         tokio::runtime::Handle::try_current().map_err(|_| ExecuteError::NoRuntime)?;
+        // A start runs to its end even if its caller goes away (an HTTP client disconnecting
+        // drops the handler's future): dropped half-way, it would leave the handle marked
+        // running by a run that never began, refusing every later input.
+        let (agent, session, input) = (self.clone(), session.clone(), input.into());
+        match tokio::spawn(async move { agent.execute_here(&session, input).await }).await {
+            Ok(started) => started,
+            Err(join) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
+            // The runtime is shutting down.
+            Err(_) => Err(ExecuteError::NoRuntime),
+        }
+    }
+
+    /// [`execute`](Self::execute), in the task that cannot be dropped half-way.
+    async fn execute_here(
+        &self,
+        session: &SessionHandle,
+        mut input: Input,
+    ) -> Result<ExecuteStream, ExecuteError> {
         crate::deadline::ensure_sweeper(&self.inner);
         self.adopt_identity().await;
-        let mut input = input.into();
         // Only a store's lease can be held by another process's ending run.
         let mut deadline = self.inner.store.is_some().then(|| Instant::now() + HANDOVER_WAIT);
         loop {
@@ -1390,39 +1465,60 @@ impl SessionHandle {
     ///
     /// A transient failure may hide a commit that was applied (a connection cut after the
     /// database committed, before it answered): the next try then finds the version moved on.
-    /// When the stored head is the one this commit wrote (its version, resting status and
-    /// message count: a run taken over by another process would have stored a `running` head
-    /// first), it counts as stored.
+    /// When the stored head is one a try of this loop wrote (its version, and the `updated_at`
+    /// of one of the tries), it counts as stored.
     pub(crate) async fn save_retrying(&self, until: Instant) -> Result<(), StoreError> {
         let Some(store) = &self.shared.store else { return Ok(()) };
         let mut backoff = END_RETRY_FIRST;
-        let mut failed_before = false;
+        // The `updated_at` of every try: a head with one of them at the commit's version is one
+        // this loop wrote.
+        let mut tried = Vec::new();
         loop {
             let commit = self.lock().prepare_commit();
-            let (version, count, status) =
-                (commit.head.version, commit.head.message_count, commit.head.status);
+            let (version, count) = (commit.head.version, commit.head.message_count);
+            tried.push(commit.head.updated_at);
             let error = match self.apply(commit).await {
                 Ok(()) => return Ok(()),
                 Err(error) => error,
             };
-            if failed_before && matches!(error, StoreError::Conflict { .. }) {
-                let id = self.id();
-                if let Ok(Some(head)) = store.head(&id).await
-                    && head.version == version
-                    && head.status == status
-                    && head.message_count == count
-                {
-                    self.lock().committed(version, count, head.updated_at);
-                    return Ok(());
+            if tried.len() > 1 && matches!(error, StoreError::Conflict { .. }) {
+                match self.stored_head(store, until).await {
+                    Ok(Some(head))
+                        if head.version == version && tried.contains(&head.updated_at) =>
+                    {
+                        self.lock().committed(version, count, head.updated_at);
+                        return Ok(());
+                    }
+                    // Another process moved the session on: refused.
+                    Ok(_) => return Err(error),
+                    Err(unread) => return Err(unread),
                 }
             }
             if !error.is_transient() || Instant::now() + backoff >= until {
                 return Err(error);
             }
             tracing::warn!(session_id = %self.id(), %error, "storing the run's end failed; retrying");
-            failed_before = true;
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(END_RETRY_MAX);
+        }
+    }
+
+    /// The session's stored head, read again while the store fails transiently, until `until`.
+    async fn stored_head(
+        &self,
+        store: &Arc<dyn SessionStore>,
+        until: Instant,
+    ) -> Result<Option<weft_core::SessionHead>, StoreError> {
+        let id = self.id();
+        let mut backoff = END_RETRY_FIRST;
+        loop {
+            match store.head(&id).await {
+                Err(error) if error.is_transient() && Instant::now() + backoff < until => {
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(END_RETRY_MAX);
+                }
+                read => return read,
+            }
         }
     }
 
@@ -1471,17 +1567,23 @@ impl SessionHandle {
         }
     }
 
-    /// Replaces what this process holds with what the store has (no run of this process may be
-    /// using the session). When the store has events this process's log has not numbered (another
-    /// process ran the session), the log is replaced too: numbering goes on above the store's.
-    pub(crate) fn replace(&self, stored: weft_core::StoredSession) {
+    /// Replaces what this process holds with what the store has, unless a run of this process
+    /// has the session (one may have started while the store was read): says whether it did.
+    /// When the store has events this process's log has not numbered (another process ran the
+    /// session), the log is replaced too: numbering goes on above the store's. A log that is
+    /// ahead of the store (events this process numbered and showed that the store does not have
+    /// yet: a run whose end it did not keep) is kept, so its numbers are never given again.
+    pub(crate) fn replace(&self, stored: weft_core::StoredSession) -> bool {
         let last_seq = stored.last_seq;
         let session = Session::from_stored(stored);
         let mut state = self.lock();
+        if state.run.is_some() {
+            return false;
+        }
         {
             let mut slot = self.hub_slot();
             match &*slot {
-                HubSlot::Made(hub) if hub.last_seq() != last_seq => {
+                HubSlot::Made(hub) if hub.last_seq() < last_seq => {
                     *slot =
                         HubSlot::Made(Hub::new(&session.id, self.shared.store.clone(), last_seq));
                 }
@@ -1491,10 +1593,10 @@ impl SessionHandle {
         }
         state.committed_messages = session.messages.len();
         state.session = session;
-        state.run = None;
         state.ending = false;
         state.stale = false;
         state.recovering = false;
+        true
     }
 
     /// Replaces what this process holds with what the store has; says what that is.
@@ -1515,19 +1617,18 @@ impl SessionHandle {
         }
     }
 
-    /// After a refused start: [`reload`](Self::reload)s, and when the store cannot say what the
-    /// session is (it failed, or the session is gone), puts back `before`, what this process
-    /// held before the start, so the handle is not left with a run that never began.
+    /// After a refused start: puts back `before`, what this process held before the start (so
+    /// the handle is never left with a run that did not begin), then [`reload`](Self::reload)s
+    /// what the store has.
     async fn reload_or_restore(&self, before: Option<Session>) -> Reloaded {
-        let reloaded = self.reload().await;
-        if reloaded == Reloaded::Unknown
-            && let Some(before) = before
         {
             let mut state = self.lock();
-            state.session = before;
+            if let Some(before) = before {
+                state.session = before;
+            }
             state.run = None;
             state.ending = false;
         }
-        reloaded
+        self.reload().await
     }
 }

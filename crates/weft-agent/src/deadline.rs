@@ -120,11 +120,7 @@ impl Agent {
     /// process holds it, or its tools no longer fit the agent's.
     pub(crate) fn adopt(&self, stored: StoredSession) -> Option<SessionHandle> {
         if let Some(open) = self.open_sessions_with_id(&stored.head.id) {
-            if open.lock().run.is_some() {
-                return None;
-            }
-            open.replace(stored);
-            return Some(open);
+            return open.replace(stored).then_some(open);
         }
         self.register_stored(stored).ok()
     }

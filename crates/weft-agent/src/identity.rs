@@ -10,12 +10,18 @@
 //! and is locked exclusively (`flock`) for as long as the process lives. The kernel releases
 //! the lock when the process dies, however it dies (`kill -9` included), so a later process
 //! that takes the lock knows that every lease held under that name belongs to a dead process:
-//! the agent frees them on its first use of the store ([`SessionStore::release_process_leases`])
-//! and recovers those runs at once. A second live process on the same directory finds slot 0
-//! locked and takes the next free slot: a name of its own. Other processes (other directories,
-//! other machines sharing a Postgres store) still wait for the leases to expire.
+//! the agent takes them over on its first use of the store
+//! ([`SessionStore::take_over_process_leases`]) and recovers those runs at once. A second live
+//! process on the same directory finds slot 0 locked and takes the next free slot: a name of
+//! its own. Other processes (other directories, other machines sharing a Postgres store) still
+//! wait for the leases to expire.
 //!
-//! [`SessionStore::release_process_leases`]: weft_core::SessionStore::release_process_leases
+//! A slot also records the machine it was named on (host name and machine id): a copy of the
+//! directory on another machine (a backup restored, an image baked with it, a network share
+//! whose locks are local only) names its slots anew, so two live machines never share a name
+//! and never take over each other's live runs.
+//!
+//! [`SessionStore::take_over_process_leases`]: weft_core::SessionStore::take_over_process_leases
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -88,19 +94,25 @@ impl ProcessIdentity {
     }
 
     /// The name kept in a locked slot file, written there first if it has none (a new slot, or
-    /// one whose writer died before it finished).
+    /// one whose writer died before it finished) or was named on another machine.
     fn name_in(file: &mut File) -> std::io::Result<String> {
+        Self::name_for(file, &machine())
+    }
+
+    /// [`name_in`](Self::name_in) on the machine `here`.
+    fn name_for(file: &mut File, here: &str) -> std::io::Result<String> {
         let mut text = String::new();
         // A file that is not text (damaged) is given a new name, as an empty one is.
         let _ = file.read_to_string(&mut text);
-        let name = text.trim();
-        if valid_name(name) {
+        let mut lines = text.lines().map(str::trim);
+        let (name, made_on) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+        if valid_name(name) && made_on == here {
             return Ok(name.to_string());
         }
         let name = format!("weft-{}", uuid::Uuid::new_v4());
         file.set_len(0)?;
         file.seek(SeekFrom::Start(0))?;
-        file.write_all(format!("{name}\n").as_bytes())?;
+        file.write_all(format!("{name}\n{here}\n").as_bytes())?;
         file.sync_all()?;
         Ok(name)
     }
@@ -124,6 +136,22 @@ impl ProcessIdentity {
     pub(crate) fn shared_name(&self) -> Arc<str> {
         Arc::clone(&self.name)
     }
+}
+
+/// This machine, as a slot records it: `machine HOST ID` (the host name and the machine id,
+/// each `-` where the system does not say).
+fn machine() -> String {
+    let read = |paths: &[&str]| {
+        paths
+            .iter()
+            .find_map(|p| std::fs::read_to_string(p).ok())
+            .map(|t| t.trim().replace(char::is_whitespace, "_"))
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| "-".to_string())
+    };
+    let host = read(&["/proc/sys/kernel/hostname", "/etc/hostname"]);
+    let id = read(&["/etc/machine-id", "/var/lib/dbus/machine-id"]);
+    format!("machine {host} {id}")
 }
 
 /// A name this module wrote: `weft-` and a UUID (nothing a lease holder's `/` could confuse).
@@ -163,7 +191,27 @@ mod tests {
         let identity = ProcessIdentity::claim(dir.path()).unwrap();
         assert!(valid_name(identity.name()), "{}", identity.name());
         let kept = std::fs::read_to_string(dir.path().join("0.lock")).unwrap();
-        assert_eq!(kept.trim(), identity.name());
+        assert_eq!(kept.lines().next(), Some(identity.name()));
+    }
+
+    #[test]
+    fn a_slot_named_on_another_machine_is_named_anew() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0.lock");
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .unwrap();
+        let first = ProcessIdentity::name_for(&mut file, "machine a 1").unwrap();
+        file.seek(SeekFrom::Start(0)).unwrap();
+        assert_eq!(ProcessIdentity::name_for(&mut file, "machine a 1").unwrap(), first);
+        file.seek(SeekFrom::Start(0)).unwrap();
+        let copied = ProcessIdentity::name_for(&mut file, "machine b 2").unwrap();
+        assert_ne!(copied, first, "a copy on another machine never shares the name");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), format!("{copied}\nmachine b 2\n"));
     }
 
     #[test]

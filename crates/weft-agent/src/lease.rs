@@ -15,6 +15,8 @@ use weft_llm::CancellationToken;
 
 /// How many lease renewals a keeper has in flight at once.
 const RENEW_AT_ONCE: usize = 16;
+/// The longest pause between tries to give a lease back.
+const RETRY_MAX: Duration = Duration::from_secs(2);
 
 /// A held lease on one session's run.
 ///
@@ -55,6 +57,23 @@ impl Lease {
         }))
     }
 
+    /// A lease this process holds already under `holder` (one it took over from a dead holder
+    /// of its own identity).
+    pub(crate) fn held(
+        store: &Arc<dyn SessionStore>,
+        session_id: &str,
+        holder: Arc<str>,
+        ttl: Duration,
+    ) -> Lease {
+        Lease {
+            store: Arc::clone(store),
+            session_id: session_id.to_owned(),
+            holder,
+            ttl,
+            kept: std::sync::OnceLock::new(),
+        }
+    }
+
     /// Renews the lease every third of its ttl until released; cancels `run` if the lease is
     /// lost (taken over after it expired, or the store unreachable until it did).
     pub(crate) fn keep(&self, run: CancellationToken) {
@@ -93,13 +112,33 @@ impl Lease {
         keeper.wake.notify_one();
     }
 
-    /// Gives the lease up (the run ended, its state is saved).
+    /// Gives the lease up (the run ended, its state is saved). A store that fails transiently
+    /// is asked again in the background until the lease would have expired by itself: until it
+    /// is given back, nobody — not even this process's next run of the session — may take it.
     pub(crate) async fn release(mut self) {
         self.unkeep();
-        if let Err(error) = self.store.release_lease(&self.session_id, &self.holder).await {
-            // It expires by itself; another process may take it then.
-            tracing::warn!(session_id = %self.session_id, %error, "releasing the run's lease failed");
+        let error = match self.store.release_lease(&self.session_id, &self.holder).await {
+            Ok(()) => return,
+            Err(error) => error,
+        };
+        tracing::warn!(session_id = %self.session_id, %error, "releasing the run's lease failed");
+        if !error.is_transient() {
+            return;
         }
+        let (store, session_id, holder) =
+            (Arc::clone(&self.store), self.session_id.clone(), Arc::clone(&self.holder));
+        let until = Instant::now() + self.ttl;
+        tokio::spawn(async move {
+            let mut pause = Duration::from_millis(100);
+            while Instant::now() + pause < until {
+                tokio::time::sleep(pause).await;
+                // The holder is this run's own: a late release never takes another's lease.
+                match store.release_lease(&session_id, &holder).await {
+                    Err(error) if error.is_transient() => pause = (pause * 2).min(RETRY_MAX),
+                    _ => return,
+                }
+            }
+        });
     }
 
     fn unkeep(&mut self) {

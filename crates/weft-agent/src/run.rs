@@ -219,7 +219,8 @@ impl Run {
             (messages, s.pending_tool_calls(), s.pending_approvals(), steps)
         };
         // Nothing reports the end before the store has it.
-        let until = Instant::now() + self.agent.config.end_commit_timeout;
+        let config = &self.agent.config;
+        let until = Instant::now() + config.end_commit_timeout.min(config.lease_ttl * 2 / 3);
         let status = match self.session.save_retrying(until).await {
             Ok(()) => status,
             Err(error) => {

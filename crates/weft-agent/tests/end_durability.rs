@@ -40,8 +40,9 @@ struct Setup {
 }
 
 /// An agent on a real SQLite file seen through a spy, whose model answers "Answer A" first and
-/// "Answer B" to any later call (a recovery), sweeping every 20 ms with a 200 ms lease.
-async fn setup(end_commit_timeout: Duration) -> Setup {
+/// "Answer B" to any later call (a recovery), sweeping every 20 ms. (A run tries to store its end
+/// for at most two thirds of `lease_ttl`.)
+async fn setup(end_commit_timeout: Duration, lease_ttl: Duration) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let sqlite: Arc<dyn SessionStore> =
         Arc::new(SqliteStore::open(dir.path().join("weft.db")).await.unwrap());
@@ -55,7 +56,7 @@ async fn setup(end_commit_timeout: Duration) -> Setup {
     let agent = Agent::builder(provider.clone())
         .store(Arc::clone(&store))
         .sweep_interval(Duration::from_millis(20))
-        .lease_ttl(Duration::from_millis(200))
+        .lease_ttl(lease_ttl)
         .end_commit_timeout(end_commit_timeout)
         .build()
         .unwrap();
@@ -71,7 +72,7 @@ async fn stored(setup: &Setup) -> (SessionStatus, Option<String>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_end_the_store_failed_to_take_for_a_while_is_stored_before_it_is_reported() {
-    let setup = setup(Duration::from_secs(60)).await;
+    let setup = setup(Duration::from_secs(60), Duration::from_secs(6)).await;
     setup.spy.fail_ends.store(true, Ordering::SeqCst);
     let mut stream = setup.agent.execute(&setup.session, Input::text("Question?")).await.unwrap();
     // The model's answer streams as usual.
@@ -80,8 +81,8 @@ async fn an_end_the_store_failed_to_take_for_a_while_is_stored_before_it_is_repo
             break;
         }
     }
-    // The store refuses the end for a while: nothing reports it, and the sweeper (every 20 ms,
-    // a lease of 200 ms) does not take the run this process is still ending.
+    // The store refuses the end for a while: nothing reports it, and the sweeper (every 20 ms)
+    // does not take the run this process is still ending.
     let early = tokio::time::timeout(Duration::from_millis(800), async {
         while let Some(event) = stream.next().await {
             if matches!(event, AgentEvent::SessionEnd { .. }) {
@@ -112,7 +113,7 @@ async fn an_end_the_store_failed_to_take_for_a_while_is_stored_before_it_is_repo
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_end_the_store_never_took_is_an_error_that_says_so_never_completed() {
-    let setup = setup(Duration::from_millis(400)).await;
+    let setup = setup(Duration::from_millis(400), Duration::from_secs(3)).await;
     setup.spy.fail_ends.store(true, Ordering::SeqCst);
     let (events, result) =
         common::run(&setup.agent, &setup.session, Input::text("Question?")).await;
@@ -159,8 +160,8 @@ async fn an_end_the_store_never_took_is_an_error_that_says_so_never_completed() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_whose_writer_is_gone_is_not_retried() {
-    // A minute of retries would outlast the bound below: a closed store is not retried at all.
-    let setup = setup(Duration::from_secs(60)).await;
+    // 40 s of retries would outlast the bound below: a closed store is not retried at all.
+    let setup = setup(Duration::from_secs(60), Duration::from_secs(60)).await;
     setup.spy.close_ends.store(true, Ordering::SeqCst);
     let ran = tokio::time::timeout(
         Duration::from_secs(20),
@@ -172,4 +173,72 @@ async fn a_store_whose_writer_is_gone_is_not_retried() {
     let error = result.error.unwrap();
     assert!(error.contains("not kept") && error.contains("closed"), "{error}");
     assert_eq!(setup.spy.commits.load(Ordering::SeqCst), 3, "start, boundary, one end try");
+}
+
+/// A full disk from the middle of a model call past the end's timeout: the run's last events
+/// are numbered and shown without a reservation in the store. Once the disk has room, the
+/// recovery of that run in the same process numbers its events above every number a client
+/// saw (none is given twice), and the events the client saw reach the store as it saw them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn numbers_shown_while_the_disk_was_full_are_never_given_again() {
+    let setup = setup(Duration::from_millis(400), Duration::from_secs(3)).await;
+    let stream = setup.agent.execute(&setup.session, Input::text("Question?")).await.unwrap();
+    let mut seen: Vec<(u64, &'static str, String)> = Vec::new();
+    let mut records = stream.records();
+    while let Some(record) = records.next().await {
+        let delta = matches!(record.event, AgentEvent::TextDelta { .. });
+        seen.push((record.seq, record.event.kind(), record.run_id.to_string()));
+        if delta {
+            break;
+        }
+    }
+    setup.spy.fail_writes.store(true, Ordering::SeqCst);
+    while let Some(record) = records.next().await {
+        seen.push((record.seq, record.event.kind(), record.run_id.to_string()));
+    }
+    let result = records.result().await;
+    assert_eq!(result.status, SessionStatus::Error, "{:?}", result.error);
+    assert_eq!(seen.last().map(|s| s.1), Some("session_end"));
+    setup.spy.fail_writes.store(false, Ordering::SeqCst);
+    // Recovered here once the store takes writes again (the lease is given back then).
+    let mut status = SessionStatus::Running;
+    for _ in 0..1000 {
+        status = stored(&setup).await.0;
+        if status != SessionStatus::Running {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(status, SessionStatus::Completed, "recovered once the disk had room");
+    let handle = setup.agent.session(&setup.session.id()).await.unwrap().unwrap();
+    for _ in 0..1000 {
+        if handle.status() != SessionStatus::Running {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Wait for the log to be written out, then compare.
+    let id = setup.session.id();
+    let mut stored_log = Vec::new();
+    for _ in 0..500 {
+        stored_log = setup.store.read_events(&id, 0, 100_000).await.unwrap();
+        let ended =
+            stored_log.iter().filter(|r| matches!(r.event, AgentEvent::SessionEnd { .. })).count();
+        if ended >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let first_run = seen[0].2.clone();
+    let max_seen = seen.iter().map(|s| s.0).max().unwrap();
+    for (seq, kind, _) in &seen {
+        let kept = stored_log.iter().find(|r| r.seq == *seq);
+        assert_eq!(kept.map(|r| r.event.kind()), Some(*kind), "seq {seq} as the client saw it");
+        assert_eq!(kept.map(|r| r.run_id.to_string()), Some(first_run.clone()), "seq {seq}");
+    }
+    let recovered: Vec<u64> =
+        stored_log.iter().filter(|r| *r.run_id != *first_run).map(|r| r.seq).collect();
+    assert!(!recovered.is_empty(), "the recovery's events are stored");
+    assert!(recovered.iter().all(|seq| *seq > max_seen), "{recovered:?} vs {max_seen}");
+    assert!(stored_log.windows(2).all(|w| w[0].seq < w[1].seq));
 }

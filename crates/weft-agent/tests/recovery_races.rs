@@ -249,3 +249,47 @@ fn a_handle_loaded_while_another_process_ran_the_session_sees_it_end() {
         assert!(refused.is_none(), "B cannot send input to a session that rests");
     });
 }
+
+/// A caller that goes away while its input is being started (an HTTP client disconnecting drops
+/// the handler's future) does not leave the session marked running by a run that never began:
+/// the start finishes without it, its run goes on to its end, and the session takes new input.
+#[test]
+fn a_start_whose_caller_goes_away_still_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = runtime();
+    rt.block_on(async {
+        let sqlite: Arc<dyn SessionStore> =
+            Arc::new(SqliteStore::open(dir.path().join("weft.db")).await.unwrap());
+        // The start's lease takes 300 ms: the caller is gone long before.
+        let spy = Spy::new(sqlite).slow_first(Duration::from_millis(300), Duration::ZERO);
+        let turns = [FauxTurn::text("first"), FauxTurn::text("second")];
+        let agent = Agent::builder(FauxProvider::new(FauxScript::new(turns)))
+            .store(Arc::new(spy))
+            .build()
+            .unwrap();
+        let session = agent.create_session(SessionOptions::default()).await.unwrap();
+        let caller = tokio::spawn({
+            let (agent, session) = (agent.clone(), session.clone());
+            async move { agent.execute(&session, Input::text("one")).await.map(|_| ()) }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        caller.abort();
+        assert!(caller.await.unwrap_err().is_cancelled());
+        // The abandoned input still ran: its run ends, and the session takes the next one.
+        let mut answer = None;
+        for _ in 0..500 {
+            if session.status() == SessionStatus::Completed {
+                answer = session.snapshot().messages.last().map(|m| format!("{m:?}"));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            answer.is_some_and(|m| m.contains("first")),
+            "the run of the abandoned start ended"
+        );
+        let next = agent.execute(&session, Input::text("two")).await;
+        let (_, result) = next.expect("the session takes new input").collect_all().await;
+        assert_eq!(result.status, SessionStatus::Completed);
+    });
+}

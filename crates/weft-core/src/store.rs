@@ -462,14 +462,21 @@ pub trait SessionStore: Send + Sync + 'static {
     /// Gives the lease up, if `holder` holds it.
     fn release_lease<'a>(&'a self, session_id: &'a str, holder: &'a str) -> StoreFuture<'a, ()>;
 
-    /// Gives up every lease held for the process `process`, expired or not: every lease whose
-    /// holder is `process` itself or starts with `process/` (a run's holder is its process's
-    /// name, a slash, and the run's own id). Says how many there were.
+    /// Takes over every lease held for the process `process`, expired or not — every lease
+    /// whose holder is `process` itself or starts with `process/` (a run's holder is its
+    /// process's name, a slash, and the run's own id) — in one atomic step: each becomes
+    /// `heir`'s, for `ttl` from now. Returns the sessions whose leases were taken over.
     ///
     /// Only for a process that knows those holders are dead: it has taken over the identity
-    /// they ran under (an exclusive lock that the kernel released when they died), so their
-    /// runs may be recovered at once instead of after their leases expire.
-    fn release_process_leases<'a>(&'a self, process: &'a str) -> StoreFuture<'a, u64>;
+    /// they ran under (an exclusive lock that the kernel released when they died), so it may
+    /// recover their runs at once instead of after their leases expire — and nobody else can
+    /// take them in between.
+    fn take_over_process_leases<'a>(
+        &'a self,
+        process: &'a str,
+        heir: &'a str,
+        ttl: Duration,
+    ) -> StoreFuture<'a, Vec<String>>;
 
     /// Sessions that are `running` with no unexpired lease (their process died), or suspended
     /// with a remote-call deadline at or before `now`: what recovery and the deadline sweeper

@@ -32,7 +32,7 @@
 //! remote_tool_timeout = "10m"       # a remote call unanswered this long gets an error result
 //! shutdown_grace = "10s"            # how long a shutdown waits for runs before aborting them
 //! lease_ttl = "15s"                 # a run whose replica stopped is taken over after this
-//! end_commit_timeout = "30s"        # how long a run tries to store its end while the store fails
+//! end_commit_timeout = "10s"        # how long a run tries to store its end while the store fails
 //! header_timeout = "10s"            # a request head must arrive whole within this (slowloris)
 //! body_timeout = "60s"              # a request body must arrive whole within this; else 408
 //! idle_timeout = "60s"              # a keep-alive connection with no request is closed after this

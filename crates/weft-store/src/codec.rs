@@ -20,11 +20,14 @@ pub(crate) fn backend(what: impl Display, error: impl Display) -> StoreError {
     StoreError::Backend(format!("{what}: {error}"))
 }
 
-/// A failure of a database call: [`StoreError::Closed`] when the pool was closed (nothing will
-/// ever answer through it again), a [`backend`] failure otherwise.
+/// A failure of a database call: [`StoreError::Closed`] when the pool was closed or SQLite's
+/// worker thread is gone (nothing will ever answer through it again), a [`backend`] failure
+/// otherwise.
 pub(crate) fn sql_error(what: impl Display, error: sqlx::Error) -> StoreError {
     match error {
-        sqlx::Error::PoolClosed => StoreError::Closed(format!("{what}: {error}")),
+        sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => {
+            StoreError::Closed(format!("{what}: {error}"))
+        }
         other => backend(what, other),
     }
 }

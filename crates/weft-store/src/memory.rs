@@ -411,16 +411,26 @@ impl SessionStore for MemoryStore {
         ready(Ok(()))
     }
 
-    fn release_process_leases<'a>(&'a self, process: &'a str) -> StoreFuture<'a, u64> {
+    fn take_over_process_leases<'a>(
+        &'a self,
+        process: &'a str,
+        heir: &'a str,
+        ttl: Duration,
+    ) -> StoreFuture<'a, Vec<String>> {
+        let expires = Instant::now() + ttl.min(codec::MAX_DURATION);
         let mut state = self.state();
-        let mut released = 0;
-        for entry in state.sessions.values_mut() {
-            if entry.lease.as_ref().is_some_and(|l| codec::held_for(&l.holder, process)) {
-                entry.lease = None;
-                released += 1;
+        let mut taken = Vec::new();
+        for (id, entry) in &mut state.sessions {
+            if let Some(lease) =
+                entry.lease.as_mut().filter(|l| codec::held_for(&l.holder, process))
+            {
+                lease.holder = heir.to_owned();
+                lease.expires = expires;
+                taken.push(id.clone());
             }
         }
-        ready(Ok(released))
+        taken.sort();
+        ready(Ok(taken))
     }
 
     fn due_sessions<'a>(&'a self, now: TimestampMs, limit: usize) -> StoreFuture<'a, Vec<String>> {

@@ -902,17 +902,31 @@ impl SessionStore for PostgresStore {
         })
     }
 
-    fn release_process_leases<'a>(&'a self, process: &'a str) -> StoreFuture<'a, u64> {
+    fn take_over_process_leases<'a>(
+        &'a self,
+        process: &'a str,
+        heir: &'a str,
+        ttl: Duration,
+    ) -> StoreFuture<'a, Vec<String>> {
         Box::pin(async move {
-            let released = sqlx::query(
-                "DELETE FROM leases WHERE holder = $1 OR starts_with(holder, $1 || '/')",
+            let rows = sqlx::query(
+                "UPDATE leases SET holder = $2, expires_at = now() + $3 * interval '1 millisecond' \
+                 WHERE holder = $1 OR starts_with(holder, $1 || '/') \
+                 RETURNING session_id",
             )
             .bind(process)
-            .execute(&self.inner.pool)
+            .bind(heir)
+            .bind(codec::ttl_ms(ttl))
+            .fetch_all(&self.inner.pool)
             .await
-            .map_err(pg)?
-            .rows_affected();
-            Ok(released)
+            .map_err(pg)?;
+            let mut taken = Vec::with_capacity(rows.len());
+            for row in rows {
+                let id: String = column(&row, "session_id", "leases", "")?;
+                taken.push(id);
+            }
+            taken.sort();
+            Ok(taken)
         })
     }
 

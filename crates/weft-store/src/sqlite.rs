@@ -414,7 +414,7 @@ enum Op {
     Acquire { session_id: String, holder: String, ttl_ms: i64 },
     Renew { session_id: String, holder: String, ttl_ms: i64 },
     Release { session_id: String, holder: String },
-    ReleaseProcess { process: String },
+    TakeOver { process: String, heir: String, ttl_ms: i64 },
     Probe,
 }
 
@@ -423,6 +423,7 @@ enum Done {
     Unit,
     Seq(u64),
     Flag(bool),
+    Ids(Vec<String>),
 }
 
 /// Whose waiters to wake once the transaction is committed (events appended, or deleted).
@@ -812,19 +813,27 @@ async fn apply(conn: &mut SqliteConnection, op: Op) -> OpResult {
                 .map_err(sql)?;
             Ok((Done::Unit, None))
         }
-        Op::ReleaseProcess { process } => {
+        Op::TakeOver { process, heir, ttl_ms } => {
             // `substr` counts characters as `length` does: the holder's first characters are
             // the process's name and a slash.
-            let released = sqlx::query(
-                "DELETE FROM leases WHERE holder = ?1 \
-                 OR substr(holder, 1, length(?1) + 1) = ?1 || '/'",
+            let rows = sqlx::query(
+                "UPDATE leases SET holder = ?2, expires_at = ?3 \
+                 WHERE holder = ?1 OR substr(holder, 1, length(?1) + 1) = ?1 || '/' \
+                 RETURNING session_id",
             )
             .bind(&process)
-            .execute(&mut *conn)
+            .bind(&heir)
+            .bind(clock_ms()?.saturating_add(ttl_ms))
+            .fetch_all(&mut *conn)
             .await
-            .map_err(sql)?
-            .rows_affected();
-            Ok((Done::Seq(released), None))
+            .map_err(sql)?;
+            let mut taken = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let id: String = column(row, "session_id", "leases", "")?;
+                taken.push(id);
+            }
+            taken.sort();
+            Ok((Done::Ids(taken), None))
         }
         Op::Probe => {
             // A lease row no session can have, written and deleted: the page changes, so the
@@ -1199,14 +1208,25 @@ impl SessionStore for SqliteStore {
         }))
     }
 
-    fn release_process_leases<'a>(&'a self, process: &'a str) -> StoreFuture<'a, u64> {
+    fn take_over_process_leases<'a>(
+        &'a self,
+        process: &'a str,
+        heir: &'a str,
+        ttl: Duration,
+    ) -> StoreFuture<'a, Vec<String>> {
         Box::pin(async move {
-            match self.write(Op::ReleaseProcess { process: process.to_owned() }).await? {
-                Done::Seq(released) => Ok(released),
+            let op = Op::TakeOver {
+                process: process.to_owned(),
+                heir: heir.to_owned(),
+                ttl_ms: codec::ttl_ms(ttl),
+            };
+            match self.write(op).await? {
+                Done::Ids(taken) => Ok(taken),
                 _ => Err(StoreError::Backend("the SQLite writer answered out of kind".into())),
             }
         })
     }
+
     fn probe_write(&self) -> StoreFuture<'_, ()> {
         Box::pin(self.write_unit(Op::Probe))
     }

@@ -998,29 +998,45 @@ async fn leases(f: &Fixture) {
     assert!(!b.acquire_lease(&id, "h4", ttl).await.unwrap());
 }
 
-/// `release_process_leases` frees every lease held for one process (its runs' holders are
-/// `process/run`), from any instance, and no other: not a process whose name merely starts
-/// with the same characters.
+/// `take_over_process_leases` gives every lease held for one process (its runs' holders are
+/// `process/run`) to an heir at once, expired or not, from any instance, and no other lease:
+/// not a process whose name merely starts with the same characters.
 async fn process_leases(f: &Fixture) {
     let a = Arc::clone(&f.store);
     let b = f.other().await;
     let ttl = Duration::from_secs(60);
     let tag = unique("proc");
-    let holders = ["p1/r1", "p1/r2", "p1", "p10/r1", "p1x", "p2/r1", "p1-r1"];
+    let holders = ["p1/r1", "p1/r2", "p1", "p10/r1", "p1x", "p2/r1", "p1-r1", "p1/old"];
     let mut ids = Vec::new();
     for (k, holder) in holders.iter().enumerate() {
         let id = format!("{tag}-{k}");
         create(&*a, &id, None, vec![]).await;
-        assert!(a.acquire_lease(&id, holder, ttl).await.unwrap());
+        // The last one has expired: it is taken over all the same.
+        let held = if *holder == "p1/old" { Duration::from_millis(1) } else { ttl };
+        assert!(a.acquire_lease(&id, holder, held).await.unwrap());
         ids.push(id);
     }
-    assert_eq!(b.release_process_leases("p1").await.unwrap(), 3);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let taken = b.take_over_process_leases("p1", "heir/1", ttl).await.unwrap();
+    let mut expected: Vec<String> = ids
+        .iter()
+        .zip(holders)
+        .filter(|(_, h)| matches!(*h, "p1/r1" | "p1/r2" | "p1" | "p1/old"))
+        .map(|(id, _)| id.clone())
+        .collect();
+    expected.sort();
+    let mut got = taken.clone();
+    got.sort();
+    assert_eq!(got, expected);
     for (id, holder) in ids.iter().zip(holders) {
-        let freed = matches!(holder, "p1/r1" | "p1/r2" | "p1");
-        assert_eq!(a.acquire_lease(id, "taker", ttl).await.unwrap(), freed, "{holder}");
+        let taken = expected.contains(id);
+        // Nobody else can take them; the heir holds them (and renews them).
+        assert!(!a.acquire_lease(id, "taker", ttl).await.unwrap(), "{holder}");
+        assert_eq!(a.renew_lease(id, "heir/1", ttl).await.unwrap(), taken, "{holder}");
+        assert_eq!(a.renew_lease(id, holder, ttl).await.unwrap(), !taken, "{holder}");
     }
-    assert_eq!(a.release_process_leases("p1").await.unwrap(), 0, "nothing left to free");
-    assert_eq!(a.release_process_leases("nobody").await.unwrap(), 0);
+    assert!(a.take_over_process_leases("p1", "heir/2", ttl).await.unwrap().is_empty());
+    assert!(a.take_over_process_leases("nobody", "heir/2", ttl).await.unwrap().is_empty());
 }
 
 /// `due_sessions` finds running sessions without a live lease and suspended ones whose deadline

@@ -94,6 +94,9 @@ pub struct Spy {
     pub fail_ends: std::sync::atomic::AtomicBool,
     /// While set, such a commit fails as a store whose writer has stopped does.
     pub close_ends: std::sync::atomic::AtomicBool,
+    /// While set, every write fails as on a full disk (transiently, nothing written): commits,
+    /// reservations, appends and leases. Reads still answer.
+    pub fail_writes: std::sync::atomic::AtomicBool,
     /// How many commits the store was sent.
     pub commits: AtomicUsize,
     acquires: AtomicUsize,
@@ -112,6 +115,7 @@ impl Spy {
             fail_loads: std::sync::atomic::AtomicBool::new(false),
             fail_ends: std::sync::atomic::AtomicBool::new(false),
             close_ends: std::sync::atomic::AtomicBool::new(false),
+            fail_writes: std::sync::atomic::AtomicBool::new(false),
             commits: AtomicUsize::new(0),
             acquires: AtomicUsize::new(0),
             dues: AtomicUsize::new(0),
@@ -138,6 +142,11 @@ impl Spy {
     pub fn appends(&self) -> usize {
         self.appends.load(Ordering::SeqCst)
     }
+}
+
+/// The answer of a store whose disk is full.
+fn disk_full<'a, T: Send + 'a>() -> StoreFuture<'a, T> {
+    Box::pin(std::future::ready(Err(StoreError::Backend("disk full, by the test".into()))))
 }
 
 /// `delay` before `call`, if this is the first call counted by `counter`.
@@ -168,6 +177,9 @@ impl SessionStore for Spy {
     fn head<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<SessionHead>> { self.inner.head(id) }
     fn commit<'a>(&'a self, commit: Commit) -> StoreFuture<'a, ()> {
         self.commits.fetch_add(1, Ordering::SeqCst);
+        if self.fail_writes.load(Ordering::SeqCst) {
+            return disk_full();
+        }
         let resting = commit.head.status != weft_core::SessionStatus::Running;
         if resting && self.close_ends.load(Ordering::SeqCst) {
             return Box::pin(std::future::ready(Err(StoreError::Closed("the writer has stopped, by the test".into()))));
@@ -177,9 +189,17 @@ impl SessionStore for Spy {
         }
         self.inner.commit(commit)
     }
-    fn reserve_seqs<'a>(&'a self, id: &'a str, count: u64) -> StoreFuture<'a, u64> { self.inner.reserve_seqs(id, count) }
+    fn reserve_seqs<'a>(&'a self, id: &'a str, count: u64) -> StoreFuture<'a, u64> {
+        if self.fail_writes.load(Ordering::SeqCst) {
+            return disk_full();
+        }
+        self.inner.reserve_seqs(id, count)
+    }
     fn append_events<'a>(&'a self, id: &'a str, events: Vec<Arc<EventRecord>>) -> StoreFuture<'a, ()> {
         self.appends.fetch_add(1, Ordering::SeqCst);
+        if self.fail_writes.load(Ordering::SeqCst) {
+            return disk_full();
+        }
         let refuse = self.refuse_appends.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
         if refuse {
             return Box::pin(std::future::ready(Err(StoreError::Invalid("refused by the test".into()))));
@@ -194,17 +214,28 @@ impl SessionStore for Spy {
     fn list_sessions<'a>(&'a self, scope: OwnerScope<'a>, limit: usize) -> StoreFuture<'a, Vec<SessionHead>> { self.inner.list_sessions(scope, limit) }
     fn delete_session<'a>(&'a self, id: &'a str, scope: OwnerScope<'a>) -> StoreFuture<'a, bool> { self.inner.delete_session(id, scope) }
     fn acquire_lease<'a>(&'a self, id: &'a str, holder: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
+        if self.fail_writes.load(Ordering::SeqCst) {
+            return disk_full();
+        }
         first_delayed(&self.acquires, self.first_acquire_delay, self.inner.acquire_lease(id, holder, ttl))
     }
-    fn renew_lease<'a>(&'a self, id: &'a str, holder: &'a str, ttl: Duration) -> StoreFuture<'a, bool> { self.inner.renew_lease(id, holder, ttl) }
+    fn renew_lease<'a>(&'a self, id: &'a str, holder: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
+        if self.fail_writes.load(Ordering::SeqCst) {
+            return disk_full();
+        }
+        self.inner.renew_lease(id, holder, ttl)
+    }
     fn release_lease<'a>(&'a self, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
+        if self.fail_writes.load(Ordering::SeqCst) {
+            return disk_full();
+        }
         let (delay, release) = (self.release_delay, self.inner.release_lease(id, holder));
         Box::pin(async move {
             tokio::time::sleep(delay).await;
             release.await
         })
     }
-    fn release_process_leases<'a>(&'a self, process: &'a str) -> StoreFuture<'a, u64> { self.inner.release_process_leases(process) }
+    fn take_over_process_leases<'a>(&'a self, process: &'a str, heir: &'a str, ttl: Duration) -> StoreFuture<'a, Vec<String>> { self.inner.take_over_process_leases(process, heir, ttl) }
     fn due_sessions<'a>(&'a self, now: u64, limit: usize) -> StoreFuture<'a, Vec<String>> {
         first_delayed(&self.dues, self.first_due_delay, self.inner.due_sessions(now, limit))
     }
