@@ -1,27 +1,4 @@
 //! [`ProcessIdentity`]: the name a process holds its runs' leases under.
-//!
-//! A run holds its session's lease as `PROCESS/RUN`. When a process dies, its leases stay in
-//! the store until they expire (the lease ttl, 15 s by default), and until then nobody may
-//! recover its runs or resume its suspended sessions: another process cannot tell a dead holder
-//! from a slow one.
-//!
-//! A process that restarts can. [`ProcessIdentity::claim`] gives each process a stable name
-//! per directory (`$WEFT_HOME/processes`): slot `N` is the file `N.lock`, which holds the name
-//! and is locked exclusively (`flock`) for as long as the process lives. The kernel releases
-//! the lock when the process dies, however it dies (`kill -9` included), so a later process
-//! that takes the lock knows that every lease held under that name belongs to a dead process:
-//! the agent takes them over on its first use of the store
-//! ([`SessionStore::take_over_process_leases`]) and recovers those runs at once. A second live
-//! process on the same directory finds slot 0 locked and takes the next free slot: a name of
-//! its own. Other processes (other directories, other machines sharing a Postgres store) still
-//! wait for the leases to expire.
-//!
-//! A slot also records the machine it was named on (host name and machine id): a copy of the
-//! directory on another machine (a backup restored, an image baked with it, a network share
-//! whose locks are local only) names its slots anew, so two live machines never share a name
-//! and never take over each other's live runs.
-//!
-//! [`SessionStore::take_over_process_leases`]: weft_core::SessionStore::take_over_process_leases
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -31,7 +8,30 @@ use std::sync::Arc;
 /// The most slots [`ProcessIdentity::claim`] tries: as many live processes on one directory.
 const MAX_SLOTS: usize = 1024;
 
-/// The name a process holds its runs' leases under; see the [module docs](self).
+/// The name a process holds its runs' leases under.
+///
+/// A run holds its session's lease as `PROCESS/RUN`. When a process dies, its leases stay in
+/// the store until they expire (the lease ttl, 15 s by default), and until then nobody may
+/// recover its runs or resume its suspended sessions: another process cannot tell a dead holder
+/// from a slow one.
+///
+/// A process that restarts can. [`ProcessIdentity::claim`] gives each process a stable name
+/// per directory (`$WEFT_HOME/processes`): slot `N` is the file `N.lock`, which holds the name
+/// and is locked exclusively (`flock`) for as long as the process lives. The kernel releases
+/// the lock when the process dies, however it dies (`kill -9` included), so a later process
+/// that takes the lock knows that every lease held under that name belongs to a dead process:
+/// the agent takes them over on its first use of the store
+/// ([`SessionStore::take_over_process_leases`]) and recovers those runs at once. A second live
+/// process on the same directory finds slot 0 locked and takes the next free slot: a name of
+/// its own. Other processes (other directories, other machines sharing a Postgres store) still
+/// wait for the leases to expire.
+///
+/// A slot also records the machine it was named on (host name and machine id): a copy of the
+/// directory on another machine (a backup restored, an image baked with it, a network share
+/// whose locks are local only) names its slots anew, so two live machines never share a name
+/// and never take over each other's live runs.
+///
+/// [`SessionStore::take_over_process_leases`]: weft_core::SessionStore::take_over_process_leases
 #[derive(Clone)]
 pub struct ProcessIdentity {
     name: Arc<str>,
@@ -64,7 +64,7 @@ impl ProcessIdentity {
 
     /// The first free slot of `dir` (created if missing): a stable name, held by this process
     /// until the identity (every clone of it) is dropped or the process ends. Fails only when
-    /// the directory cannot be used (not writable, or [`MAX_SLOTS`] live processes on it).
+    /// the directory cannot be used (not writable, or 1,024 live processes on it).
     pub fn claim(dir: &Path) -> std::io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         for slot in 0..MAX_SLOTS {

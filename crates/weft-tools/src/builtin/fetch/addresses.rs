@@ -42,7 +42,7 @@ pub struct Block {
     pub net: IpNet,
     /// The registry's name for it ("Benchmarking").
     pub name: String,
-    /// The RFCs that define it, as the registry gives them ("[RFC2544]").
+    /// The RFCs that define it, as the registry gives them (`"[RFC2544]"`).
     pub rfc: String,
 }
 
