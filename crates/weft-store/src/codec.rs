@@ -266,11 +266,22 @@ pub(crate) fn check_checkpoint(checkpoint: &Checkpoint) -> Result<(), StoreError
     to_i64(checkpoint.at, "checkpoint time").map(|_| ())
 }
 
-/// The longest lease or wait the stores honour (longer ones are cut to it): ten years.
-/// The session id of the row a write probe writes and deletes (`probe_write`): no session
-/// has it (a client's id never starts with `~`).
-pub(crate) const PROBE_ID: &str = "~probe";
+/// The session id of the row a write probe writes and deletes (`probe_write`): one of its own
+/// per probe, so that deleting it never deletes anything else (even a library user's session
+/// named like a probe).
+pub(crate) fn probe_id() -> String {
+    static PROBES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("~probe~{}-{}-{n}", std::process::id(), process_nonce())
+}
 
+/// A per-process nonce for probe ids: the time the first probe was made.
+fn process_nonce() -> u64 {
+    static NONCE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *NONCE.get_or_init(weft_core::now_ms)
+}
+
+/// The longest lease or wait the stores honour (longer ones are cut to it): ten years.
 pub(crate) const MAX_DURATION: Duration = Duration::from_secs(10 * 366 * 24 * 3600);
 
 /// A lease's time to live in milliseconds (at least 1, at most [`MAX_DURATION`]).

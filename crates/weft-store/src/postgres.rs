@@ -956,17 +956,18 @@ impl SessionStore for PostgresStore {
             // A session row no client can name, inserted and deleted in one transaction (no
             // other transaction ever sees it): the database writes (and syncs) its log, and
             // nothing is left.
+            let id = codec::probe_id();
             let mut tx = self.inner.pool.begin().await.map_err(pg)?;
             sqlx::query(
                 "INSERT INTO sessions (id, status, head, version, message_count, created_at, \
-                 updated_at) VALUES ($1, 'idle', '{}', 0, 0, 0, 0) ON CONFLICT (id) DO NOTHING",
+                 updated_at) VALUES ($1, 'idle', '{}', 0, 0, 0, 0)",
             )
-            .bind(codec::PROBE_ID)
+            .bind(&id)
             .execute(&mut *tx)
             .await
             .map_err(pg)?;
             sqlx::query("DELETE FROM sessions WHERE id = $1")
-                .bind(codec::PROBE_ID)
+                .bind(&id)
                 .execute(&mut *tx)
                 .await
                 .map_err(pg)?;

@@ -415,7 +415,7 @@ enum Op {
     Renew { session_id: String, holder: String, ttl_ms: i64 },
     Release { session_id: String, holder: String },
     TakeOver { process: String, heir: String, ttl_ms: i64 },
-    Probe,
+    Probe { id: String },
 }
 
 /// A write's answer.
@@ -835,19 +835,18 @@ async fn apply(conn: &mut SqliteConnection, op: Op) -> OpResult {
             taken.sort();
             Ok((Done::Ids(taken), None))
         }
-        Op::Probe => {
+        Op::Probe { id } => {
             // A lease row no session can have, written and deleted: the page changes, so the
             // commit writes (and syncs) the log, and nothing is left.
             sqlx::query(
-                "INSERT INTO leases (session_id, holder, expires_at) VALUES (?, 'probe', 0) \
-                 ON CONFLICT (session_id) DO UPDATE SET expires_at = excluded.expires_at",
+                "INSERT INTO leases (session_id, holder, expires_at) VALUES (?, 'probe', 0)",
             )
-            .bind(codec::PROBE_ID)
+            .bind(&id)
             .execute(&mut *conn)
             .await
             .map_err(sql)?;
             sqlx::query("DELETE FROM leases WHERE session_id = ?")
-                .bind(codec::PROBE_ID)
+                .bind(&id)
                 .execute(&mut *conn)
                 .await
                 .map_err(sql)?;
@@ -1228,7 +1227,7 @@ impl SessionStore for SqliteStore {
     }
 
     fn probe_write(&self) -> StoreFuture<'_, ()> {
-        Box::pin(self.write_unit(Op::Probe))
+        Box::pin(self.write_unit(Op::Probe { id: codec::probe_id() }))
     }
 
     fn due_sessions<'a>(&'a self, now: TimestampMs, limit: usize) -> StoreFuture<'a, Vec<String>> {
