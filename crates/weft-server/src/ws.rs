@@ -15,8 +15,8 @@
 //! `?protocol=` (default `native`). When the socket closes, streams stop; runs go on, except
 //! those started with `onDisconnect: "cancel"`.
 //!
-//! Each `execute` and `attach` message is a request: it counts against the key's rate limit,
-//! and streams are capped per socket and per key (`too_many_streams`); a client that does not
+//! Each `execute`, `attach` and `abort` message is a request: it counts against the key's rate
+//! limit, and streams are capped per socket and per key (`too_many_streams`); a client that does not
 //! read is closed with code 1008 and a reason (see `ws_limits`).
 
 use std::sync::Arc;
@@ -199,7 +199,12 @@ async fn serve(
             }
         };
         if let ClientMessage::Abort(AbortMessage { session_id: id }) = request {
-            let reply = match execute::abort(&state, &caller, &id).await {
+            // An abort loads its session from the store: a request too.
+            let aborted = match state.limiter.admit(&bucket) {
+                Ok(()) => execute::abort(&state, &caller, &id).await,
+                Err(error) => Err(error),
+            };
+            let reply = match aborted {
                 Ok(()) => json!({"type": "aborted", "sessionId": id}).to_string(),
                 Err(error) => error_message(&error, Some(&id)),
             };

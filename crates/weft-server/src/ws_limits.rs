@@ -1,9 +1,9 @@
 //! The WebSocket's limits: its messages are requests, and what it sends waits in a bounded
 //! queue.
 //!
-//! - Every `execute` and `attach` message takes a token from its key's rate limit, as an HTTP
-//!   request does (`limits.requests_per_minute`, `limits.burst`): past the burst, the answer is
-//!   `{"error":{"code":"rate_limited"}}`.
+//! - Every `execute`, `attach` and `abort` message (each reaches the store) takes a token from
+//!   its key's rate limit, as an HTTP request does (`limits.requests_per_minute`,
+//!   `limits.burst`): past the burst, the answer is `{"error":{"code":"rate_limited"}}`.
 //! - Streams open at once are capped per socket ([`Settings::ws_streams_per_socket`]) and per
 //!   API key over all its sockets ([`Settings::ws_streams_per_key`]): one more is refused with
 //!   `too_many_streams` before any run starts. A stream ends with its `end` message.

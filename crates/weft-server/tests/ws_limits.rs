@@ -105,6 +105,47 @@ async fn executes_over_one_socket_are_rate_limited_past_the_burst() {
 }
 
 #[tokio::test]
+async fn aborts_over_one_socket_are_rate_limited_past_the_burst() {
+    let server = start_with(
+        stall_script(),
+        |b| b,
+        |s| {
+            s.api_keys.insert(KEY.into(), "alice".into());
+            s.requests_per_minute = 1;
+            s.burst = 5;
+        },
+    )
+    .await;
+    let mut socket = connect(&server).await;
+    // Each abort looks its session up in the store: one of a running run, the rest of ids that
+    // do not exist.
+    socket.send(execute_message()).await.unwrap();
+    let started = next_json(&mut socket).await;
+    assert_eq!(started["type"], "started", "{started}");
+    let id = started["sessionId"].as_str().unwrap().to_string();
+    let abort = |id: &str| Message::text(json!({"type": "abort", "sessionId": id}).to_string());
+    socket.send(abort(&id)).await.unwrap();
+    for n in 0..9 {
+        socket.send(abort(&format!("no-such-session-{n}"))).await.unwrap();
+    }
+    let (mut answered, mut limited) = (0, 0);
+    while answered + limited < 10 {
+        let message = next_json(&mut socket).await;
+        match (message["type"].as_str(), message["error"]["code"].as_str()) {
+            (Some("aborted"), _) | (_, Some("session_not_found")) => answered += 1,
+            (_, Some("rate_limited")) => {
+                limited += 1;
+                assert!(message["sessionId"].is_string(), "{message}");
+            }
+            (_, Some(other)) => panic!("unexpected error {other}: {message}"),
+            _ => {}
+        }
+    }
+    // The upgrade and the execute took two tokens of the burst, three aborts the rest.
+    assert_eq!((answered, limited), (3, 7));
+}
+
+#[tokio::test]
 async fn streams_are_capped_per_socket_and_per_key() {
     let server = start_with(
         stall_script(),
