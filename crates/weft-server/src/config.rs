@@ -36,6 +36,7 @@
 //! header_timeout = "10s"            # a request head must arrive whole within this (slowloris)
 //! body_timeout = "60s"              # a request body must arrive whole within this; else 408
 //! idle_timeout = "60s"              # a keep-alive connection with no request is closed after this
+//! write_timeout = "60s"             # a response whose client takes no data this long is closed
 //! max_connections = 16384           # open connections; at the cap the longest-idle one is closed
 //! ws_streams_per_socket = 16        # streams one WebSocket may carry at once
 //! ws_streams_per_key = 128          # WebSocket streams one API key may have open at once
@@ -86,6 +87,8 @@ pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a keep-alive connection may wait for its next request by default.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a response may wait for its client to take data by default.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 /// The default cap on open connections (lowered to the open-file limit's room, see `conn`).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
 /// The default number of streams one WebSocket may carry at once.
@@ -133,6 +136,9 @@ pub struct Settings {
     pub body_timeout: Duration,
     /// How long a connection with no request in flight is kept open (zero: no limit).
     pub idle_timeout: Duration,
+    /// How long a connection's writes may make no progress (its client takes no data) before it
+    /// is closed; such a connection may also be replaced at the cap (zero: no limit).
+    pub write_timeout: Duration,
     /// The most connections open at once, lowered to what the open-file limit allows (zero: that
     /// limit alone).
     pub max_connections: usize,
@@ -162,6 +168,7 @@ impl std::fmt::Debug for Settings {
             .field("header_timeout", &self.header_timeout)
             .field("body_timeout", &self.body_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("write_timeout", &self.write_timeout)
             .field("max_connections", &self.max_connections)
             .finish_non_exhaustive()
     }
@@ -185,6 +192,7 @@ impl Settings {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            write_timeout: DEFAULT_WRITE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             ws_streams_per_socket: DEFAULT_WS_STREAMS_PER_SOCKET,
             ws_streams_per_key: DEFAULT_WS_STREAMS_PER_KEY,
@@ -259,6 +267,8 @@ pub struct ConnectionLimits {
     pub body_timeout: Option<Duration>,
     /// [`Settings::idle_timeout`].
     pub idle_timeout: Option<Duration>,
+    /// [`Settings::write_timeout`].
+    pub write_timeout: Option<Duration>,
     /// [`Settings::max_connections`].
     pub max_connections: Option<usize>,
     /// [`Settings::ws_streams_per_socket`].
@@ -282,6 +292,7 @@ impl ConnectionLimits {
         set(self.header_timeout, &mut settings.header_timeout);
         set(self.body_timeout, &mut settings.body_timeout);
         set(self.idle_timeout, &mut settings.idle_timeout);
+        set(self.write_timeout, &mut settings.write_timeout);
         set(self.ws_send_timeout, &mut settings.ws_send_timeout);
         let count = |value: Option<usize>, field: &mut usize| {
             if let Some(value) = value {
@@ -361,6 +372,8 @@ struct LimitsSection {
     body_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "duration")]
     idle_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    write_timeout: Option<Duration>,
     max_connections: Option<usize>,
     ws_streams_per_socket: Option<usize>,
     ws_streams_per_key: Option<usize>,
@@ -534,6 +547,7 @@ impl ServeConfig {
                 header_timeout: file.limits.header_timeout,
                 body_timeout: file.limits.body_timeout,
                 idle_timeout: file.limits.idle_timeout,
+                write_timeout: file.limits.write_timeout,
                 max_connections: file.limits.max_connections,
                 ws_streams_per_socket: file.limits.ws_streams_per_socket,
                 ws_streams_per_key: file.limits.ws_streams_per_key,
@@ -729,13 +743,15 @@ mod tests {
     #[test]
     fn connection_limits_are_read_and_applied_over_the_defaults() -> Result<(), ConfigError> {
         let config = parse(
-            "[limits]\nheader_timeout = \"5s\"\nidle_timeout = \"2m\"\nmax_connections = 100\n\
+            "[limits]\nheader_timeout = \"5s\"\nidle_timeout = \"2m\"\nwrite_timeout = \"45s\"\n\
+             max_connections = 100\n\
              ws_streams_per_socket = 4\nws_send_queue = 65536\nws_send_timeout = \"0s\"\n",
         )?;
         let mut settings = Settings::new("faux");
         config.connections.apply(&mut settings);
         assert_eq!(settings.header_timeout, Duration::from_secs(5));
         assert_eq!(settings.idle_timeout, Duration::from_secs(120));
+        assert_eq!(settings.write_timeout, Duration::from_secs(45));
         assert_eq!(settings.body_timeout, DEFAULT_BODY_TIMEOUT, "unset keys keep their default");
         assert_eq!(settings.max_connections, 100);
         assert_eq!(settings.ws_streams_per_socket, 4);

@@ -87,9 +87,9 @@ pub use config::{
     ConfigError, ConnectionLimits, DEFAULT_ADDR, DEFAULT_BODY_BYTES, DEFAULT_BODY_TIMEOUT,
     DEFAULT_BURST, DEFAULT_FAILED_KEYS_PER_MINUTE, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_SHUTDOWN_GRACE,
-    DEFAULT_WS_SEND_QUEUE, DEFAULT_WS_SEND_TIMEOUT, DEFAULT_WS_STREAMS_PER_KEY,
-    DEFAULT_WS_STREAMS_PER_SOCKET, ProviderEntry, ServeConfig, Settings, find_file, parse_api_keys,
-    parse_duration, parse_providers,
+    DEFAULT_WRITE_TIMEOUT, DEFAULT_WS_SEND_QUEUE, DEFAULT_WS_SEND_TIMEOUT,
+    DEFAULT_WS_STREAMS_PER_KEY, DEFAULT_WS_STREAMS_PER_SOCKET, ProviderEntry, ServeConfig,
+    Settings, find_file, parse_api_keys, parse_duration, parse_providers,
 };
 pub use conn::FD_RESERVE;
 pub use error::{ApiError, ErrorBody, ErrorDetail};
@@ -284,8 +284,9 @@ impl Server {
     /// run rests at a durable point and gives its lease back), and returns.
     ///
     /// Connections live under the limits of [`Settings`]: `header_timeout`, `body_timeout`,
-    /// `idle_timeout` and `max_connections` (at the cap, the connection waiting longest for a
-    /// request is closed for the new one; with every connection busy, the new one is closed).
+    /// `idle_timeout`, `write_timeout` and `max_connections` (at the cap, the connection waiting
+    /// longest for its client — for a request, or to take data — is closed for the new one;
+    /// with every connection busy, the new one is closed).
     /// HTTP/1.1 only. Each request carries its peer's address (`ConnectInfo<SocketAddr>`):
     /// wrong API keys are counted per address.
     pub async fn serve(

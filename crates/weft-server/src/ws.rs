@@ -168,6 +168,8 @@ async fn serve(
     let streams = Arc::new(AtomicUsize::new(0));
     let mut tasks = tokio::task::JoinSet::new();
     let closing = state.closing.clone();
+    // Whether the client closed the socket (or is gone); else the server does.
+    let mut client_closed = false;
     loop {
         let message = tokio::select! {
             message = incoming.next() => message,
@@ -186,7 +188,10 @@ async fn serve(
                 }
                 continue;
             }
-            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => {
+                client_closed = true;
+                break;
+            }
             Some(Ok(_)) => continue,
         };
         let request = match parse_message(&text) {
@@ -239,6 +244,9 @@ async fn serve(
     tasks.shutdown().await;
     drop(outbox);
     let _ = writer.await;
+    if !client_closed {
+        ws_limits::finish_close(&mut incoming).await;
+    }
 }
 
 type Refusal = (ApiError, Option<String>);

@@ -25,8 +25,8 @@ use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use axum::http::StatusCode;
-use futures::SinkExt;
-use futures::stream::SplitSink;
+use futures::stream::{SplitSink, SplitStream};
+use futures::{SinkExt, StreamExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
@@ -93,6 +93,21 @@ pub(crate) fn open_stream(
     drop(keys);
     socket.fetch_add(1, Ordering::AcqRel);
     Ok(StreamSlot { state: Arc::clone(state), key: key.to_string(), socket: Arc::clone(socket) })
+}
+
+/// The end of a close the server began (its close frame sent, or given up on): what the client
+/// still sends is read and dropped until its close frame, [`CLOSE_GRACE`] at most. The socket
+/// then ends with a FIN. Dropped with unread data, it would end with a reset, which can destroy
+/// what the client has not read yet, the close frame and its reason among it.
+pub(crate) async fn finish_close(incoming: &mut SplitStream<WebSocket>) {
+    let _ = tokio::time::timeout(CLOSE_GRACE, async {
+        while let Some(Ok(message)) = incoming.next().await {
+            if matches!(message, Message::Close(_)) {
+                return;
+            }
+        }
+    })
+    .await;
 }
 
 /// The socket is closed: nothing more can be sent.
