@@ -35,9 +35,11 @@
 //! end_commit_timeout = "30s"        # how long a run tries to store its end while the store fails
 //! header_timeout = "10s"            # a request head must arrive whole within this (slowloris)
 //! body_timeout = "60s"              # a request body must arrive whole within this; else 408
-//! idle_timeout = "60s"              # a keep-alive connection with no request is closed after this
+//! idle_timeout = "60s"              # a keep-alive connection with no request (a WebSocket with no
+//!                                   # stream) is closed after this
 //! write_timeout = "60s"             # a response whose client takes no data this long is closed
 //! max_connections = 16384           # open connections; at the cap the longest-idle one is closed
+//! ws_sockets_per_key = 64           # WebSockets one API key may have open at once
 //! ws_streams_per_socket = 16        # streams one WebSocket may carry at once
 //! ws_streams_per_key = 128          # WebSocket streams one API key may have open at once
 //! ws_send_queue = 1048576           # bytes waiting to be sent on one WebSocket; streams wait past it
@@ -91,6 +93,8 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 /// The default cap on open connections (lowered to the open-file limit's room, see `conn`).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
+/// The default number of WebSockets one API key may have open at once.
+pub const DEFAULT_WS_SOCKETS_PER_KEY: usize = 64;
 /// The default number of streams one WebSocket may carry at once.
 pub const DEFAULT_WS_STREAMS_PER_SOCKET: usize = 16;
 /// The default number of WebSocket streams one API key may have open at once.
@@ -134,7 +138,8 @@ pub struct Settings {
     /// How long a request body may take to arrive, from the request's start; then 408 (zero: no
     /// limit).
     pub body_timeout: Duration,
-    /// How long a connection with no request in flight is kept open (zero: no limit).
+    /// How long a connection with no request in flight (a WebSocket: with no stream open) is
+    /// kept open (zero: no limit).
     pub idle_timeout: Duration,
     /// How long a connection's writes may make no progress (its client takes no data) before it
     /// is closed; such a connection may also be replaced at the cap (zero: no limit).
@@ -142,6 +147,8 @@ pub struct Settings {
     /// The most connections open at once, lowered to what the open-file limit allows (zero: that
     /// limit alone).
     pub max_connections: usize,
+    /// The most WebSockets one API key may have open at once (zero: no limit).
+    pub ws_sockets_per_key: usize,
     /// The most streams one WebSocket may carry at once (zero: no limit).
     pub ws_streams_per_socket: usize,
     /// The most WebSocket streams one API key may have open at once (zero: no limit).
@@ -194,6 +201,7 @@ impl Settings {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            ws_sockets_per_key: DEFAULT_WS_SOCKETS_PER_KEY,
             ws_streams_per_socket: DEFAULT_WS_STREAMS_PER_SOCKET,
             ws_streams_per_key: DEFAULT_WS_STREAMS_PER_KEY,
             ws_send_queue: DEFAULT_WS_SEND_QUEUE,
@@ -271,6 +279,8 @@ pub struct ConnectionLimits {
     pub write_timeout: Option<Duration>,
     /// [`Settings::max_connections`].
     pub max_connections: Option<usize>,
+    /// [`Settings::ws_sockets_per_key`].
+    pub ws_sockets_per_key: Option<usize>,
     /// [`Settings::ws_streams_per_socket`].
     pub ws_streams_per_socket: Option<usize>,
     /// [`Settings::ws_streams_per_key`].
@@ -300,6 +310,7 @@ impl ConnectionLimits {
             }
         };
         count(self.max_connections, &mut settings.max_connections);
+        count(self.ws_sockets_per_key, &mut settings.ws_sockets_per_key);
         count(self.ws_streams_per_socket, &mut settings.ws_streams_per_socket);
         count(self.ws_streams_per_key, &mut settings.ws_streams_per_key);
         count(self.ws_send_queue, &mut settings.ws_send_queue);
@@ -375,6 +386,7 @@ struct LimitsSection {
     #[serde(default, deserialize_with = "duration")]
     write_timeout: Option<Duration>,
     max_connections: Option<usize>,
+    ws_sockets_per_key: Option<usize>,
     ws_streams_per_socket: Option<usize>,
     ws_streams_per_key: Option<usize>,
     ws_send_queue: Option<usize>,
@@ -549,6 +561,7 @@ impl ServeConfig {
                 idle_timeout: file.limits.idle_timeout,
                 write_timeout: file.limits.write_timeout,
                 max_connections: file.limits.max_connections,
+                ws_sockets_per_key: file.limits.ws_sockets_per_key,
                 ws_streams_per_socket: file.limits.ws_streams_per_socket,
                 ws_streams_per_key: file.limits.ws_streams_per_key,
                 ws_send_queue: file.limits.ws_send_queue,
@@ -744,7 +757,7 @@ mod tests {
     fn connection_limits_are_read_and_applied_over_the_defaults() -> Result<(), ConfigError> {
         let config = parse(
             "[limits]\nheader_timeout = \"5s\"\nidle_timeout = \"2m\"\nwrite_timeout = \"45s\"\n\
-             max_connections = 100\n\
+             max_connections = 100\nws_sockets_per_key = 8\n\
              ws_streams_per_socket = 4\nws_send_queue = 65536\nws_send_timeout = \"0s\"\n",
         )?;
         let mut settings = Settings::new("faux");
@@ -754,6 +767,7 @@ mod tests {
         assert_eq!(settings.write_timeout, Duration::from_secs(45));
         assert_eq!(settings.body_timeout, DEFAULT_BODY_TIMEOUT, "unset keys keep their default");
         assert_eq!(settings.max_connections, 100);
+        assert_eq!(settings.ws_sockets_per_key, 8);
         assert_eq!(settings.ws_streams_per_socket, 4);
         assert_eq!(settings.ws_streams_per_key, DEFAULT_WS_STREAMS_PER_KEY);
         assert_eq!(settings.ws_send_queue, 65536);

@@ -28,8 +28,11 @@
 //!   and dropped: the client sees it closed).
 //!
 //! Closing an idle connection is what HTTP/1.1 allows a server at any time (clients retry on a
-//! new one); a connection that upgraded to a WebSocket counts against the cap until it closes
-//! and is never closed for being idle here (the WebSocket endpoint has limits of its own).
+//! new one). A connection that upgraded to a WebSocket counts against the cap until it closes;
+//! while its socket carries no stream (or its client takes no data) it may be replaced at the
+//! cap like an idle connection: [`ConnHandle`] lets the socket say so and learn that it was
+//! replaced, and the WebSocket closes itself (with a close frame) when that happens. Its other
+//! limits are the WebSocket endpoint's (`ws_limits`).
 //!
 //! Only HTTP/1.1 is served. Before, HTTP/2 with prior knowledge (h2c) was answered too, by a
 //! dependency's feature rather than by choice; nothing used it (browsers speak HTTP/2 only over
@@ -161,8 +164,9 @@ enum Phase {
     Waiting { since: Instant, head: Option<Instant> },
     /// This many requests in flight (head read, response body not ended).
     Busy(usize),
-    /// Handed over to a WebSocket (or another protocol): not HTTP's any more.
-    Upgraded,
+    /// Handed over to a WebSocket (or another protocol): not HTTP's any more. `idle`: it holds
+    /// nothing (a WebSocket with no stream open).
+    Upgraded { idle: bool },
     /// Closed to make room for a new connection; its slot was handed over.
     Evicted,
     /// Gone.
@@ -210,12 +214,14 @@ struct ConnState {
 
 impl ConnState {
     /// Whether the connection waits for its client, so that a new connection may take its place
-    /// at the cap: for a request, or, busy, for its client to take data.
+    /// at the cap: for a request, for its client to take data, or, upgraded, for anything to
+    /// do.
     fn waits_for_client(&self) -> bool {
         match self.phase {
             Phase::Waiting { .. } => true,
             Phase::Busy(_) => self.stalled.is_some(),
-            Phase::Upgraded | Phase::Evicted | Phase::Released => false,
+            Phase::Upgraded { idle } => idle || self.stalled.is_some(),
+            Phase::Evicted | Phase::Released => false,
         }
     }
 }
@@ -337,7 +343,7 @@ impl Conn {
                 self.awaits_head.store(false, Ordering::Release);
             }
             Phase::Busy(n) => state.phase = Phase::Busy(n + 1),
-            Phase::Upgraded | Phase::Evicted | Phase::Released => {}
+            Phase::Upgraded { .. } | Phase::Evicted | Phase::Released => {}
         }
         self.settle(&mut state);
         drop(state);
@@ -356,17 +362,43 @@ impl Conn {
                 drop(state);
                 self.wake.notify_waiters();
             }
-            Phase::Waiting { .. } | Phase::Upgraded | Phase::Evicted | Phase::Released => {}
+            Phase::Waiting { .. } | Phase::Upgraded { .. } | Phase::Evicted | Phase::Released => {}
         }
     }
 
-    /// The connection switched protocols: its life is the new protocol's.
+    /// The connection switched protocols: its life is the new protocol's, holding nothing yet.
     fn upgraded(self: &Arc<Self>) {
         let mut state = self.lock();
         if !matches!(state.phase, Phase::Evicted | Phase::Released) {
-            state.phase = Phase::Upgraded;
+            state.phase = Phase::Upgraded { idle: true };
         }
         self.settle(&mut state);
+    }
+
+    /// An upgraded connection holds nothing (`idle`), or something again. `false`: it was
+    /// replaced at the cap, and must close.
+    fn set_upgrade_idle(self: &Arc<Self>, idle: bool) -> bool {
+        let mut state = self.lock();
+        match &mut state.phase {
+            Phase::Upgraded { idle: current } => *current = idle,
+            Phase::Evicted | Phase::Released => return false,
+            Phase::Waiting { .. } | Phase::Busy(_) => {}
+        }
+        self.settle(&mut state);
+        true
+    }
+
+    /// Completes once the connection was replaced at the cap.
+    async fn evicted(&self) {
+        loop {
+            let woken = self.wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if matches!(self.lock().phase, Phase::Evicted) {
+                return;
+            }
+            woken.await;
+        }
     }
 
     /// A write found the socket full: the client takes no data, until a write makes progress.
@@ -425,7 +457,7 @@ impl Conn {
             }
             Phase::Busy(_) => None,
             Phase::Evicted => return Err(Closed::Evicted),
-            Phase::Upgraded | Phase::Released => return Ok(None),
+            Phase::Upgraded { .. } | Phase::Released => return Ok(None),
         };
         // A response the client takes no data of, whether or not a request is in flight (hyper
         // may hold a next head unread until the write is flushed).
@@ -540,6 +572,26 @@ impl AsyncWrite for TrackedIo {
     }
 }
 
+/// A request's connection, in its extensions: what an upgraded protocol (the WebSocket) tells
+/// the cap, and how it learns that it was replaced there. Absent when the router is driven
+/// without [`crate::Server::serve`].
+#[derive(Clone)]
+pub(crate) struct ConnHandle(Arc<Conn>);
+
+impl ConnHandle {
+    /// The upgraded connection holds nothing (`true`: a WebSocket with no stream open), so a
+    /// new connection may take its place at the cap; or it holds something again (`false`).
+    /// `false`: it was replaced already, and must close.
+    pub(crate) fn set_idle(&self, idle: bool) -> bool {
+        self.0.set_upgrade_idle(idle)
+    }
+
+    /// Completes once a new connection took this one's place at the cap.
+    pub(crate) async fn evicted(&self) {
+        self.0.evicted().await;
+    }
+}
+
 /// Marks its connection busy while it lives: from a request's head to its response body's end.
 struct InFlight(Arc<Conn>);
 
@@ -594,6 +646,7 @@ impl hyper::service::Service<axum::http::Request<Incoming>> for ConnService {
         self.conn.begin_request();
         let in_flight = InFlight(Arc::clone(&self.conn));
         request.extensions_mut().insert(ConnectInfo(self.remote));
+        request.extensions_mut().insert(ConnHandle(Arc::clone(&self.conn)));
         let router = self.router.clone();
         Box::pin(async move {
             let response = match router.oneshot(request).await {

@@ -88,8 +88,9 @@ pub use config::{
     DEFAULT_BURST, DEFAULT_FAILED_KEYS_PER_MINUTE, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_SHUTDOWN_GRACE,
     DEFAULT_WRITE_TIMEOUT, DEFAULT_WS_SEND_QUEUE, DEFAULT_WS_SEND_TIMEOUT,
-    DEFAULT_WS_STREAMS_PER_KEY, DEFAULT_WS_STREAMS_PER_SOCKET, ProviderEntry, ServeConfig,
-    Settings, find_file, parse_api_keys, parse_duration, parse_providers,
+    DEFAULT_WS_SOCKETS_PER_KEY, DEFAULT_WS_STREAMS_PER_KEY, DEFAULT_WS_STREAMS_PER_SOCKET,
+    ProviderEntry, ServeConfig, Settings, find_file, parse_api_keys, parse_duration,
+    parse_providers,
 };
 pub use conn::FD_RESERVE;
 pub use error::{ApiError, ErrorBody, ErrorDetail};
@@ -112,7 +113,9 @@ pub(crate) struct AppState {
     /// Notified every [`Settings::keep_alive`] by one task: the streams' keep-alive clock.
     keep_alive: std::sync::OnceLock<Arc<tokio::sync::Notify>>,
     /// WebSocket streams open per API key.
-    pub(crate) ws_streams: ws_limits::KeyStreams,
+    pub(crate) ws_streams: ws_limits::PerKey,
+    /// WebSockets open per API key.
+    pub(crate) ws_sockets: ws_limits::PerKey,
 }
 
 impl AppState {
@@ -205,7 +208,8 @@ impl Server {
                 runs: execute::Runs::default(),
                 queues: Mutex::new(HashMap::new()),
                 keep_alive: std::sync::OnceLock::new(),
-                ws_streams: ws_limits::KeyStreams::default(),
+                ws_streams: ws_limits::PerKey::default(),
+                ws_sockets: ws_limits::PerKey::default(),
             }),
         }
     }
