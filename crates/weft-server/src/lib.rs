@@ -45,6 +45,7 @@
 mod agui;
 mod api;
 mod auth;
+mod body_timeout;
 mod chat;
 mod config;
 mod conn;
@@ -249,7 +250,7 @@ impl Server {
             .merge(operations)
             .fallback(routes::not_found)
             .method_not_allowed_fallback(routes::method_not_allowed)
-            .layer(middleware::from_fn_with_state(Arc::clone(&state), conn::body_timeout))
+            .layer(middleware::from_fn_with_state(Arc::clone(&state), body_timeout::body_timeout))
             .layer(DefaultBodyLimit::max(state.settings.body_bytes))
             .layer(middleware::from_fn_with_state(Arc::clone(&state), count_responses))
             .layer(cors(&state.settings.cors_origins))
