@@ -35,8 +35,11 @@
 //! end_commit_timeout = "10s"        # how long a run tries to store its end while the store fails
 //! header_timeout = "10s"            # a request head must arrive whole within this (slowloris)
 //! body_timeout = "60s"              # a request body must arrive whole within this; else 408
-//! idle_timeout = "60s"              # a keep-alive connection with no request is closed after this
+//! idle_timeout = "60s"              # a keep-alive connection with no request (a WebSocket with no
+//!                                   # stream) is closed after this
+//! write_timeout = "60s"             # a response whose client takes no data this long is closed
 //! max_connections = 16384           # open connections; at the cap the longest-idle one is closed
+//! ws_sockets_per_key = 64           # WebSockets one API key may have open at once
 //! ws_streams_per_socket = 16        # streams one WebSocket may carry at once
 //! ws_streams_per_key = 128          # WebSocket streams one API key may have open at once
 //! ws_send_queue = 1048576           # bytes waiting to be sent on one WebSocket; streams wait past it
@@ -86,8 +89,12 @@ pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a keep-alive connection may wait for its next request by default.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a response may wait for its client to take data by default.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 /// The default cap on open connections (lowered to the open-file limit's room, see `conn`).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
+/// The default number of WebSockets one API key may have open at once.
+pub const DEFAULT_WS_SOCKETS_PER_KEY: usize = 64;
 /// The default number of streams one WebSocket may carry at once.
 pub const DEFAULT_WS_STREAMS_PER_SOCKET: usize = 16;
 /// The default number of WebSocket streams one API key may have open at once.
@@ -131,11 +138,17 @@ pub struct Settings {
     /// How long a request body may take to arrive, from the request's start; then 408 (zero: no
     /// limit).
     pub body_timeout: Duration,
-    /// How long a connection with no request in flight is kept open (zero: no limit).
+    /// How long a connection with no request in flight (a WebSocket: with no stream open) is
+    /// kept open (zero: no limit).
     pub idle_timeout: Duration,
+    /// How long a connection's writes may make no progress (its client takes no data) before it
+    /// is closed; such a connection may also be replaced at the cap (zero: no limit).
+    pub write_timeout: Duration,
     /// The most connections open at once, lowered to what the open-file limit allows (zero: that
     /// limit alone).
     pub max_connections: usize,
+    /// The most WebSockets one API key may have open at once (zero: no limit).
+    pub ws_sockets_per_key: usize,
     /// The most streams one WebSocket may carry at once (zero: no limit).
     pub ws_streams_per_socket: usize,
     /// The most WebSocket streams one API key may have open at once (zero: no limit).
@@ -162,6 +175,7 @@ impl std::fmt::Debug for Settings {
             .field("header_timeout", &self.header_timeout)
             .field("body_timeout", &self.body_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("write_timeout", &self.write_timeout)
             .field("max_connections", &self.max_connections)
             .finish_non_exhaustive()
     }
@@ -185,7 +199,9 @@ impl Settings {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            write_timeout: DEFAULT_WRITE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            ws_sockets_per_key: DEFAULT_WS_SOCKETS_PER_KEY,
             ws_streams_per_socket: DEFAULT_WS_STREAMS_PER_SOCKET,
             ws_streams_per_key: DEFAULT_WS_STREAMS_PER_KEY,
             ws_send_queue: DEFAULT_WS_SEND_QUEUE,
@@ -259,8 +275,12 @@ pub struct ConnectionLimits {
     pub body_timeout: Option<Duration>,
     /// [`Settings::idle_timeout`].
     pub idle_timeout: Option<Duration>,
+    /// [`Settings::write_timeout`].
+    pub write_timeout: Option<Duration>,
     /// [`Settings::max_connections`].
     pub max_connections: Option<usize>,
+    /// [`Settings::ws_sockets_per_key`].
+    pub ws_sockets_per_key: Option<usize>,
     /// [`Settings::ws_streams_per_socket`].
     pub ws_streams_per_socket: Option<usize>,
     /// [`Settings::ws_streams_per_key`].
@@ -282,6 +302,7 @@ impl ConnectionLimits {
         set(self.header_timeout, &mut settings.header_timeout);
         set(self.body_timeout, &mut settings.body_timeout);
         set(self.idle_timeout, &mut settings.idle_timeout);
+        set(self.write_timeout, &mut settings.write_timeout);
         set(self.ws_send_timeout, &mut settings.ws_send_timeout);
         let count = |value: Option<usize>, field: &mut usize| {
             if let Some(value) = value {
@@ -289,6 +310,7 @@ impl ConnectionLimits {
             }
         };
         count(self.max_connections, &mut settings.max_connections);
+        count(self.ws_sockets_per_key, &mut settings.ws_sockets_per_key);
         count(self.ws_streams_per_socket, &mut settings.ws_streams_per_socket);
         count(self.ws_streams_per_key, &mut settings.ws_streams_per_key);
         count(self.ws_send_queue, &mut settings.ws_send_queue);
@@ -361,7 +383,10 @@ struct LimitsSection {
     body_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "duration")]
     idle_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    write_timeout: Option<Duration>,
     max_connections: Option<usize>,
+    ws_sockets_per_key: Option<usize>,
     ws_streams_per_socket: Option<usize>,
     ws_streams_per_key: Option<usize>,
     ws_send_queue: Option<usize>,
@@ -534,7 +559,9 @@ impl ServeConfig {
                 header_timeout: file.limits.header_timeout,
                 body_timeout: file.limits.body_timeout,
                 idle_timeout: file.limits.idle_timeout,
+                write_timeout: file.limits.write_timeout,
                 max_connections: file.limits.max_connections,
+                ws_sockets_per_key: file.limits.ws_sockets_per_key,
                 ws_streams_per_socket: file.limits.ws_streams_per_socket,
                 ws_streams_per_key: file.limits.ws_streams_per_key,
                 ws_send_queue: file.limits.ws_send_queue,
@@ -729,15 +756,18 @@ mod tests {
     #[test]
     fn connection_limits_are_read_and_applied_over_the_defaults() -> Result<(), ConfigError> {
         let config = parse(
-            "[limits]\nheader_timeout = \"5s\"\nidle_timeout = \"2m\"\nmax_connections = 100\n\
+            "[limits]\nheader_timeout = \"5s\"\nidle_timeout = \"2m\"\nwrite_timeout = \"45s\"\n\
+             max_connections = 100\nws_sockets_per_key = 8\n\
              ws_streams_per_socket = 4\nws_send_queue = 65536\nws_send_timeout = \"0s\"\n",
         )?;
         let mut settings = Settings::new("faux");
         config.connections.apply(&mut settings);
         assert_eq!(settings.header_timeout, Duration::from_secs(5));
         assert_eq!(settings.idle_timeout, Duration::from_secs(120));
+        assert_eq!(settings.write_timeout, Duration::from_secs(45));
         assert_eq!(settings.body_timeout, DEFAULT_BODY_TIMEOUT, "unset keys keep their default");
         assert_eq!(settings.max_connections, 100);
+        assert_eq!(settings.ws_sockets_per_key, 8);
         assert_eq!(settings.ws_streams_per_socket, 4);
         assert_eq!(settings.ws_streams_per_key, DEFAULT_WS_STREAMS_PER_KEY);
         assert_eq!(settings.ws_send_queue, 65536);

@@ -10,18 +10,29 @@
 //!   quiet NDJSON stream) is never idle, and no timer here cuts a handler that takes long.
 //! - **Body timeout** ([`Settings::body_timeout`], 60 s): a request body must arrive whole
 //!   within it, from the request's start; if not, the answer is `408 request_timeout` and the
-//!   connection closes ([`body_timeout`], a layer of the router). Only reading the body counts.
+//!   connection closes (`body_timeout.rs`, a layer of the router). Only reading the body counts.
+//! - **Write timeout** ([`Settings::write_timeout`], 60 s): a connection whose writes make no
+//!   progress for this long (the socket is full: its client takes no data) is closed, as
+//!   nginx's `send_timeout` does. Only a stall counts: a stream to a client that reads, however
+//!   slowly, makes progress and is never cut. On Linux the kernel keeps at most
+//!   `NOTSENT_LOWAT` (16 KiB) unsent bytes per connection, so progress shows as soon as the
+//!   client reads, not once a send buffer of megabytes has drained by half. Without this timer a
+//!   client that never read a stream kept its connection busy, and not replaceable, for ever.
 //! - **Cap** ([`Settings::max_connections`], 16,384, lowered to the open-file limit minus
 //!   [`FD_RESERVE`]): at the cap a new connection takes the place of the connection waiting the
-//!   longest for a request (an idle keep-alive connection, or one that has not finished its
-//!   head), which is closed. So a flood of idle or slow connections cannot keep anyone out:
-//!   a client's new connection is the last the flood would close, and its request is answered.
-//!   When every connection has a request in flight, the new connection is closed at once
-//!   (accepted and dropped: the client sees it closed).
+//!   longest for its client: for a request (an idle keep-alive connection, or one that has not
+//!   finished its head), or to take data (its writes stalled), which is closed. So a flood of
+//!   idle, slow or non-reading connections cannot keep anyone out: a client's new connection is
+//!   the last the flood would close, and its request is answered. When every connection has a
+//!   request in flight and its client reading, the new connection is closed at once (accepted
+//!   and dropped: the client sees it closed).
 //!
 //! Closing an idle connection is what HTTP/1.1 allows a server at any time (clients retry on a
-//! new one); a connection that upgraded to a WebSocket counts against the cap until it closes
-//! and is never closed for being idle here (the WebSocket endpoint has limits of its own).
+//! new one). A connection that upgraded to a WebSocket counts against the cap until it closes;
+//! while its socket carries no stream (or its client takes no data) it may be replaced at the
+//! cap like an idle connection: [`ConnHandle`] lets the socket say so and learn that it was
+//! replaced, and the WebSocket closes itself (with a close frame) when that happens. Its other
+//! limits are the WebSocket endpoint's (`ws_limits`).
 //!
 //! Only HTTP/1.1 is served. Before, HTTP/2 with prior knowledge (h2c) was answered too, by a
 //! dependency's feature rather than by choice; nothing used it (browsers speak HTTP/2 only over
@@ -39,10 +50,8 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::extract::ConnectInfo;
+use axum::http::StatusCode;
 use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
@@ -55,13 +64,19 @@ use tower::ServiceExt;
 
 use crate::AppState;
 use crate::config::Settings;
-use crate::error::ApiError;
 
 /// File descriptors kept out of the connection cap: the store, tool processes, the listener.
 pub const FD_RESERVE: usize = 256;
 
 /// The fewest connections the cap allows, whatever the open-file limit says.
 const MIN_CONNECTIONS: usize = 16;
+
+/// The unsent bytes the kernel keeps per connection (`TCP_NOTSENT_LOWAT`, Linux): past them a
+/// write waits, and it goes on as soon as the client has taken some. Without it a write waits
+/// until the send buffer (grown to megabytes) has drained by half, which a client that reads
+/// slowly may take longer than the write timeout to do. 16 KiB, as is common for HTTP servers.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const NOTSENT_LOWAT: u32 = 16 * 1024;
 
 /// Why the server closed a connection itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +85,8 @@ pub(crate) enum Closed {
     HeaderTimeout,
     /// It waited for a request longer than the idle timeout.
     IdleTimeout,
+    /// Its client took no data for longer than the write timeout.
+    WriteTimeout,
     /// A new connection took its place at the cap.
     Evicted,
     /// It came at the cap with every connection busy.
@@ -81,6 +98,7 @@ impl Closed {
         match self {
             Self::HeaderTimeout => "header_timeout",
             Self::IdleTimeout => "idle_timeout",
+            Self::WriteTimeout => "write_timeout",
             Self::Evicted => "evicted",
             Self::Refused => "refused",
         }
@@ -92,9 +110,10 @@ impl Closed {
 struct Timers {
     header: Option<Duration>,
     idle: Option<Duration>,
+    write: Option<Duration>,
 }
 
-fn nonzero(duration: Duration) -> Option<Duration> {
+pub(crate) fn nonzero(duration: Duration) -> Option<Duration> {
     (!duration.is_zero()).then_some(duration)
 }
 
@@ -138,21 +157,22 @@ fn fd_room() -> Option<usize> {
 #[derive(Debug, Clone, Copy)]
 enum Phase {
     /// No request in flight since `since` (its accept, or its last response's end); `head`:
-    /// when the next request's head began (a new connection's starts at its accept). `stamp`:
-    /// its place in the order of waiting connections.
-    Waiting { since: Instant, head: Option<Instant>, stamp: u64 },
+    /// when the next request's head began (a new connection's starts at its accept).
+    Waiting { since: Instant, head: Option<Instant> },
     /// This many requests in flight (head read, response body not ended).
     Busy(usize),
-    /// Handed over to a WebSocket (or another protocol): not HTTP's any more.
-    Upgraded,
+    /// Handed over to a WebSocket (or another protocol): not HTTP's any more. `idle`: it holds
+    /// nothing (a WebSocket with no stream open).
+    Upgraded { idle: bool },
     /// Closed to make room for a new connection; its slot was handed over.
     Evicted,
     /// Gone.
     Released,
 }
 
-/// The open connections: how many hold a slot, and those waiting for a request in the order
-/// they began to wait (the first is the one a new connection replaces at the cap).
+/// The open connections: how many hold a slot, and those waiting for their client (for a
+/// request, or to take data) in the order they began to wait (the first is the one a new
+/// connection replaces at the cap).
 pub(crate) struct Connections {
     cap: usize,
     timers: Timers,
@@ -170,12 +190,37 @@ struct Inner {
 /// watchdog.
 pub(crate) struct Conn {
     connections: Arc<Connections>,
-    phase: Mutex<Phase>,
+    state: Mutex<ConnState>,
     /// Set while waiting with no byte of a next request: the read path looks at this flag, not
     /// the lock.
     awaits_head: AtomicBool,
     /// Wakes the watchdog: the phase changed.
     wake: tokio::sync::Notify,
+}
+
+/// A connection's state, under its lock.
+struct ConnState {
+    phase: Phase,
+    /// Since when its writes have found the socket full with no progress (the client takes no
+    /// data).
+    stalled: Option<Instant>,
+    /// Its place in the order of connections waiting for their client, while it is one
+    /// ([`ConnState::waits_for_client`]).
+    stamp: Option<u64>,
+}
+
+impl ConnState {
+    /// Whether the connection waits for its client, so that a new connection may take its place
+    /// at the cap: for a request, for its client to take data, or, upgraded, for anything to
+    /// do.
+    fn waits_for_client(&self) -> bool {
+        match self.phase {
+            Phase::Waiting { .. } => true,
+            Phase::Busy(_) => self.stalled.is_some(),
+            Phase::Upgraded { idle } => idle || self.stalled.is_some(),
+            Phase::Evicted | Phase::Released => false,
+        }
+    }
 }
 
 impl Connections {
@@ -185,6 +230,7 @@ impl Connections {
             timers: Timers {
                 header: nonzero(settings.header_timeout),
                 idle: nonzero(settings.idle_timeout),
+                write: nonzero(settings.write_timeout),
             },
             state,
             inner: Mutex::new(Inner { open: 0, next_stamp: 0, waiting: BTreeMap::new() }),
@@ -196,7 +242,7 @@ impl Connections {
     }
 
     /// A slot for a new connection: a free one, or the slot of the connection waiting the
-    /// longest, which is closed. `None`: every connection is busy.
+    /// longest for its client, which is closed. `None`: every connection is busy.
     fn admit(self: &Arc<Self>) -> Option<Arc<Conn>> {
         loop {
             let (stamp, victim) = {
@@ -222,7 +268,11 @@ impl Connections {
         inner.next_stamp += 1;
         let conn = Arc::new(Conn {
             connections: Arc::clone(self),
-            phase: Mutex::new(Phase::Waiting { since: now, head: Some(now), stamp }),
+            state: Mutex::new(ConnState {
+                phase: Phase::Waiting { since: now, head: Some(now) },
+                stalled: None,
+                stamp: Some(stamp),
+            }),
             awaits_head: AtomicBool::new(false),
             wake: tokio::sync::Notify::new(),
         });
@@ -232,22 +282,40 @@ impl Connections {
 }
 
 impl Conn {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Phase> {
-        self.phase.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, ConnState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Puts the connection into the order of those waiting for their client, or takes it out,
+    /// after `state` changed. A connection that begins to wait goes last.
+    fn settle(self: &Arc<Self>, state: &mut ConnState) {
+        match (state.waits_for_client(), state.stamp) {
+            (true, None) => {
+                let mut inner = self.connections.lock();
+                let stamp = inner.next_stamp;
+                inner.next_stamp += 1;
+                inner.waiting.insert(stamp, Arc::clone(self));
+                state.stamp = Some(stamp);
+            }
+            (false, Some(stamp)) => {
+                self.connections.lock().waiting.remove(&stamp);
+                state.stamp = None;
+            }
+            _ => {}
+        }
     }
 
     /// Closes this connection for a new one if it still waits where `stamp` says.
     fn evict(&self, stamp: u64) -> bool {
-        let mut phase = self.lock();
-        match *phase {
-            Phase::Waiting { stamp: current, .. } if current == stamp => {
-                *phase = Phase::Evicted;
-                drop(phase);
-                self.wake.notify_one();
-                true
-            }
-            _ => false,
+        let mut state = self.lock();
+        if state.stamp != Some(stamp) {
+            return false;
         }
+        state.stamp = None;
+        state.phase = Phase::Evicted;
+        drop(state);
+        self.wake.notify_waiters();
+        true
     }
 
     /// Bytes came in: while waiting, the next request's head has begun.
@@ -255,70 +323,120 @@ impl Conn {
         if !self.awaits_head.swap(false, Ordering::AcqRel) {
             return;
         }
-        let mut phase = self.lock();
-        if let Phase::Waiting { head: head @ None, .. } = &mut *phase {
+        let mut state = self.lock();
+        if let Phase::Waiting { head: head @ None, .. } = &mut state.phase {
             *head = Some(Instant::now());
-            drop(phase);
-            self.wake.notify_one();
+            drop(state);
+            self.wake.notify_waiters();
         }
     }
 
     /// A request's head was read: the connection is busy until its response body ends.
-    fn begin_request(&self) {
-        let mut phase = self.lock();
-        match *phase {
-            Phase::Waiting { stamp, .. } => {
-                *phase = Phase::Busy(1);
+    fn begin_request(self: &Arc<Self>) {
+        let mut state = self.lock();
+        match state.phase {
+            Phase::Waiting { .. } => {
+                state.phase = Phase::Busy(1);
                 self.awaits_head.store(false, Ordering::Release);
-                self.connections.lock().waiting.remove(&stamp);
             }
-            Phase::Busy(n) => *phase = Phase::Busy(n + 1),
-            Phase::Upgraded | Phase::Evicted | Phase::Released => {}
+            Phase::Busy(n) => state.phase = Phase::Busy(n + 1),
+            Phase::Upgraded { .. } | Phase::Evicted | Phase::Released => {}
         }
+        self.settle(&mut state);
+        drop(state);
+        self.wake.notify_waiters();
     }
 
     /// A response body ended (or was dropped).
     fn end_request(self: &Arc<Self>) {
-        let mut phase = self.lock();
-        match *phase {
-            Phase::Busy(n) if n > 1 => *phase = Phase::Busy(n - 1),
+        let mut state = self.lock();
+        match state.phase {
+            Phase::Busy(n) if n > 1 => state.phase = Phase::Busy(n - 1),
             Phase::Busy(_) => {
-                let mut inner = self.connections.lock();
-                let stamp = inner.next_stamp;
-                inner.next_stamp += 1;
-                inner.waiting.insert(stamp, Arc::clone(self));
-                drop(inner);
-                *phase = Phase::Waiting { since: Instant::now(), head: None, stamp };
+                state.phase = Phase::Waiting { since: Instant::now(), head: None };
                 self.awaits_head.store(true, Ordering::Release);
-                drop(phase);
-                self.wake.notify_one();
+                self.settle(&mut state);
+                drop(state);
+                self.wake.notify_waiters();
             }
-            Phase::Waiting { .. } | Phase::Upgraded | Phase::Evicted | Phase::Released => {}
+            Phase::Waiting { .. } | Phase::Upgraded { .. } | Phase::Evicted | Phase::Released => {}
         }
     }
 
-    /// The connection switched protocols: its life is the new protocol's.
-    fn upgraded(&self) {
-        let mut phase = self.lock();
-        if let Phase::Waiting { stamp, .. } = *phase {
-            self.connections.lock().waiting.remove(&stamp);
+    /// The connection switched protocols: its life is the new protocol's, holding nothing yet.
+    fn upgraded(self: &Arc<Self>) {
+        let mut state = self.lock();
+        if !matches!(state.phase, Phase::Evicted | Phase::Released) {
+            state.phase = Phase::Upgraded { idle: true };
         }
-        if !matches!(*phase, Phase::Evicted | Phase::Released) {
-            *phase = Phase::Upgraded;
+        self.settle(&mut state);
+    }
+
+    /// An upgraded connection holds nothing (`idle`), or something again. `false`: it was
+    /// replaced at the cap, and must close.
+    fn set_upgrade_idle(self: &Arc<Self>, idle: bool) -> bool {
+        let mut state = self.lock();
+        match &mut state.phase {
+            Phase::Upgraded { idle: current } => *current = idle,
+            Phase::Evicted | Phase::Released => return false,
+            Phase::Waiting { .. } | Phase::Busy(_) => {}
+        }
+        self.settle(&mut state);
+        true
+    }
+
+    /// Completes once the connection was replaced at the cap.
+    async fn evicted(&self) {
+        loop {
+            let woken = self.wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if matches!(self.lock().phase, Phase::Evicted) {
+                return;
+            }
+            woken.await;
+        }
+    }
+
+    /// A write found the socket full: the client takes no data, until a write makes progress.
+    fn write_stalled(self: &Arc<Self>) {
+        let mut state = self.lock();
+        if state.stalled.is_some() {
+            return;
+        }
+        state.stalled = Some(Instant::now());
+        self.connections.state.metrics.connection_stalled(1);
+        self.settle(&mut state);
+        drop(state);
+        self.wake.notify_waiters();
+    }
+
+    /// A write made progress after a stall.
+    fn write_progressed(self: &Arc<Self>) {
+        let mut state = self.lock();
+        if state.stalled.take().is_some() {
+            self.connections.state.metrics.connection_stalled(-1);
+            self.settle(&mut state);
         }
     }
 
     /// The socket is gone: its slot is free (unless it was handed over).
     fn release(&self) {
-        let previous = std::mem::replace(&mut *self.lock(), Phase::Released);
+        let mut state = self.lock();
+        let previous = std::mem::replace(&mut state.phase, Phase::Released);
+        let stamp = state.stamp.take();
+        if state.stalled.take().is_some() {
+            self.connections.state.metrics.connection_stalled(-1);
+        }
+        drop(state);
+        let mut inner = self.connections.lock();
+        if let Some(stamp) = stamp {
+            inner.waiting.remove(&stamp);
+        }
         if matches!(previous, Phase::Evicted | Phase::Released) {
             return;
         }
-        let mut inner = self.connections.lock();
         inner.open = inner.open.saturating_sub(1);
-        if let Phase::Waiting { stamp, .. } = previous {
-            inner.waiting.remove(&stamp);
-        }
         drop(inner);
         self.connections.state.metrics.connection_released();
     }
@@ -326,16 +444,26 @@ impl Conn {
     /// When the connection must close, and why; `Err`: it must close now.
     fn deadline(&self) -> Result<Option<(Instant, Closed)>, Closed> {
         let timers = self.connections.timers;
-        match *self.lock() {
+        let state = self.lock();
+        let waiting = match state.phase {
             Phase::Waiting { head: Some(head), .. } => {
-                Ok(timers.header.map(|t| (head + t, Closed::HeaderTimeout)))
+                timers.header.map(|t| (head + t, Closed::HeaderTimeout))
             }
-            Phase::Waiting { since, head: None, .. } => {
-                Ok(timers.idle.map(|t| (since + t, Closed::IdleTimeout)))
+            Phase::Waiting { since, head: None } => {
+                timers.idle.map(|t| (since + t, Closed::IdleTimeout))
             }
-            Phase::Evicted => Err(Closed::Evicted),
-            Phase::Busy(_) | Phase::Upgraded | Phase::Released => Ok(None),
-        }
+            Phase::Busy(_) => None,
+            Phase::Evicted => return Err(Closed::Evicted),
+            Phase::Upgraded { .. } | Phase::Released => return Ok(None),
+        };
+        // A response the client takes no data of, whether or not a request is in flight (hyper
+        // may hold a next head unread until the write is flushed).
+        let stalled =
+            state.stalled.zip(timers.write).map(|(since, t)| (since + t, Closed::WriteTimeout));
+        Ok(match (waiting, stalled) {
+            (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
+            (a, b) => a.or(b),
+        })
     }
 
     /// Completes when the connection must be closed, with the reason.
@@ -359,11 +487,31 @@ impl Conn {
     }
 }
 
-/// A connection's socket: reads tell its [`Conn`] that a request began; dropping it frees the
-/// slot (after an upgrade too: the WebSocket owns it then).
+/// A connection's socket: reads tell its [`Conn`] that a request began, writes whether its
+/// client takes data; dropping it frees the slot (after an upgrade too: the WebSocket owns it
+/// then).
 struct TrackedIo {
     stream: TcpStream,
     conn: Arc<Conn>,
+    /// The last write found the socket full, and none has made progress since.
+    stalled: bool,
+}
+
+impl TrackedIo {
+    /// Tells the connection when its writes stall (the socket is full) and when they move again.
+    fn wrote(&mut self, polled: &Poll<std::io::Result<usize>>) {
+        match polled {
+            Poll::Pending if !self.stalled => {
+                self.stalled = true;
+                self.conn.write_stalled();
+            }
+            Poll::Ready(Ok(n)) if *n > 0 && self.stalled => {
+                self.stalled = false;
+                self.conn.write_progressed();
+            }
+            _ => {}
+        }
+    }
 }
 
 impl Drop for TrackedIo {
@@ -393,7 +541,9 @@ impl AsyncWrite for TrackedIo {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.stream).poll_write(cx, buf);
+        self.wrote(&polled);
+        polled
     }
 
     fn poll_write_vectored(
@@ -401,7 +551,9 @@ impl AsyncWrite for TrackedIo {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        self.wrote(&polled);
+        polled
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -414,6 +566,26 @@ impl AsyncWrite for TrackedIo {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+/// A request's connection, in its extensions: what an upgraded protocol (the WebSocket) tells
+/// the cap, and how it learns that it was replaced there. Absent when the router is driven
+/// without [`crate::Server::serve`].
+#[derive(Clone)]
+pub(crate) struct ConnHandle(Arc<Conn>);
+
+impl ConnHandle {
+    /// The upgraded connection holds nothing (`true`: a WebSocket with no stream open), so a
+    /// new connection may take its place at the cap; or it holds something again (`false`).
+    /// `false`: it was replaced already, and must close.
+    pub(crate) fn set_idle(&self, idle: bool) -> bool {
+        self.0.set_upgrade_idle(idle)
+    }
+
+    /// Completes once a new connection took this one's place at the cap.
+    pub(crate) async fn evicted(&self) {
+        self.0.evicted().await;
     }
 }
 
@@ -471,6 +643,7 @@ impl hyper::service::Service<axum::http::Request<Incoming>> for ConnService {
         self.conn.begin_request();
         let in_flight = InFlight(Arc::clone(&self.conn));
         request.extensions_mut().insert(ConnectInfo(self.remote));
+        request.extensions_mut().insert(ConnHandle(Arc::clone(&self.conn)));
         let router = self.router.clone();
         Box::pin(async move {
             let response = match router.oneshot(request).await {
@@ -495,7 +668,7 @@ async fn serve_connection(
     shutdown: CancellationToken,
 ) {
     let service = ConnService { router, conn: Arc::clone(&conn), remote };
-    let io = TokioIo::new(TrackedIo { stream, conn: Arc::clone(&conn) });
+    let io = TokioIo::new(TrackedIo { stream, conn: Arc::clone(&conn), stalled: false });
     let mut builder = hyper::server::conn::http1::Builder::new();
     // The timers are this module's: hyper's header timer would also count the idle wait.
     builder.header_read_timeout(None);
@@ -572,6 +745,10 @@ pub(crate) async fn run(
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "TCP_NODELAY could not be set");
         }
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if let Err(error) = socket2::SockRef::from(&stream).set_tcp_notsent_lowat(NOTSENT_LOWAT) {
+            tracing::debug!(%error, "TCP_NOTSENT_LOWAT could not be set");
+        }
         tasks.spawn(serve_connection(stream, remote, conn, router.clone(), shutdown.clone()));
     }
     drop(listener);
@@ -594,84 +771,4 @@ fn is_connection_error(error: &std::io::Error) -> bool {
             | std::io::ErrorKind::ConnectionAborted
             | std::io::ErrorKind::ConnectionReset
     )
-}
-
-/// A request body that must arrive whole before a deadline; past it, reading fails and the
-/// response is replaced by a 408 ([`body_timeout`]).
-struct TimedBody {
-    body: Body,
-    deadline: Instant,
-    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
-    expired: Arc<AtomicBool>,
-}
-
-/// The error a request body gives past its deadline.
-#[derive(Debug, thiserror::Error)]
-#[error("the request body did not arrive in time")]
-struct BodyTimedOut;
-
-impl http_body::Body for TimedBody {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        let this = &mut *self;
-        if let Poll::Ready(frame) = Pin::new(&mut this.body).poll_frame(cx) {
-            return Poll::Ready(frame);
-        }
-        // Waiting for the client: the deadline counts (its timer only made when needed).
-        let deadline = this.deadline;
-        let sleep = this.sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-        match sleep.as_mut().poll(cx) {
-            Poll::Ready(()) => {
-                this.expired.store(true, Ordering::Release);
-                Poll::Ready(Some(Err(axum::Error::new(BodyTimedOut))))
-            }
-            Poll::Pending => Poll::Pending,
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
-}
-
-/// Middleware: a request body must arrive within [`Settings::body_timeout`] of the request's
-/// start. When it did not, whatever the handler answered (it could not read its body) becomes
-/// `408 request_timeout` with `Connection: close`.
-pub(crate) async fn body_timeout(
-    State(state): State<Arc<AppState>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let Some(limit) = nonzero(state.settings.body_timeout) else {
-        return next.run(request).await;
-    };
-    let expired = Arc::new(AtomicBool::new(false));
-    let deadline = Instant::now() + limit;
-    let flag = Arc::clone(&expired);
-    let request =
-        request.map(|body| Body::new(TimedBody { body, deadline, sleep: None, expired: flag }));
-    let response = next.run(request).await;
-    if !expired.load(Ordering::Acquire) {
-        return response;
-    }
-    let mut response = ApiError::new(
-        StatusCode::REQUEST_TIMEOUT,
-        "request_timeout",
-        format!(
-            "the request body did not arrive within {} (limits.body_timeout)",
-            humantime::format_duration(limit)
-        ),
-    )
-    .into_response();
-    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
-    response
 }

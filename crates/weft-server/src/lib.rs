@@ -45,6 +45,7 @@
 mod agui;
 mod api;
 mod auth;
+mod body_timeout;
 mod chat;
 mod config;
 mod conn;
@@ -87,9 +88,10 @@ pub use config::{
     ConfigError, ConnectionLimits, DEFAULT_ADDR, DEFAULT_BODY_BYTES, DEFAULT_BODY_TIMEOUT,
     DEFAULT_BURST, DEFAULT_FAILED_KEYS_PER_MINUTE, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_SHUTDOWN_GRACE,
-    DEFAULT_WS_SEND_QUEUE, DEFAULT_WS_SEND_TIMEOUT, DEFAULT_WS_STREAMS_PER_KEY,
-    DEFAULT_WS_STREAMS_PER_SOCKET, ProviderEntry, ServeConfig, Settings, find_file, parse_api_keys,
-    parse_duration, parse_providers,
+    DEFAULT_WRITE_TIMEOUT, DEFAULT_WS_SEND_QUEUE, DEFAULT_WS_SEND_TIMEOUT,
+    DEFAULT_WS_SOCKETS_PER_KEY, DEFAULT_WS_STREAMS_PER_KEY, DEFAULT_WS_STREAMS_PER_SOCKET,
+    ProviderEntry, ServeConfig, Settings, find_file, parse_api_keys, parse_duration,
+    parse_providers,
 };
 pub use conn::FD_RESERVE;
 pub use error::{ApiError, ErrorBody, ErrorDetail};
@@ -112,7 +114,9 @@ pub(crate) struct AppState {
     /// Notified every [`Settings::keep_alive`] by one task: the streams' keep-alive clock.
     keep_alive: std::sync::OnceLock<Arc<tokio::sync::Notify>>,
     /// WebSocket streams open per API key.
-    pub(crate) ws_streams: ws_limits::KeyStreams,
+    pub(crate) ws_streams: ws_limits::PerKey,
+    /// WebSockets open per API key.
+    pub(crate) ws_sockets: ws_limits::PerKey,
 }
 
 impl AppState {
@@ -205,7 +209,8 @@ impl Server {
                 runs: execute::Runs::default(),
                 queues: Mutex::new(HashMap::new()),
                 keep_alive: std::sync::OnceLock::new(),
-                ws_streams: ws_limits::KeyStreams::default(),
+                ws_streams: ws_limits::PerKey::default(),
+                ws_sockets: ws_limits::PerKey::default(),
             }),
         }
     }
@@ -245,7 +250,7 @@ impl Server {
             .merge(operations)
             .fallback(routes::not_found)
             .method_not_allowed_fallback(routes::method_not_allowed)
-            .layer(middleware::from_fn_with_state(Arc::clone(&state), conn::body_timeout))
+            .layer(middleware::from_fn_with_state(Arc::clone(&state), body_timeout::body_timeout))
             .layer(DefaultBodyLimit::max(state.settings.body_bytes))
             .layer(middleware::from_fn_with_state(Arc::clone(&state), count_responses))
             .layer(cors(&state.settings.cors_origins))
@@ -284,8 +289,9 @@ impl Server {
     /// run rests at a durable point and gives its lease back), and returns.
     ///
     /// Connections live under the limits of [`Settings`]: `header_timeout`, `body_timeout`,
-    /// `idle_timeout` and `max_connections` (at the cap, the connection waiting longest for a
-    /// request is closed for the new one; with every connection busy, the new one is closed).
+    /// `idle_timeout`, `write_timeout` and `max_connections` (at the cap, the connection waiting
+    /// longest for its client — for a request, or to take data — is closed for the new one;
+    /// with every connection busy, the new one is closed).
     /// HTTP/1.1 only. Each request carries its peer's address (`ConnectInfo<SocketAddr>`):
     /// wrong API keys are counted per address.
     pub async fn serve(

@@ -25,6 +25,8 @@ pub(crate) struct Metrics {
     store_calls: AtomicU64,
     store_micros: AtomicU64,
     connections_open: AtomicI64,
+    /// Connections whose writes are stalled now (their client takes no data).
+    connections_stalled: AtomicI64,
     /// Connections the server closed itself, by reason (`conn::Closed`).
     connections_closed: Mutex<BTreeMap<&'static str, u64>>,
     ws_queued_bytes: AtomicI64,
@@ -81,6 +83,10 @@ impl Metrics {
 
     pub(crate) fn connection_released(&self) {
         self.connections_open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn connection_stalled(&self, delta: i64) {
+        self.connections_stalled.fetch_add(delta, Ordering::Relaxed);
     }
 
     pub(crate) fn connection_closed(&self, reason: crate::conn::Closed) {
@@ -168,6 +174,12 @@ impl Metrics {
             "HTTP connections open now (WebSockets included).",
             &plain(self.connections_open.load(Ordering::Relaxed).to_string()),
         );
+        metric(
+            "weft_connections_stalled",
+            "gauge",
+            "Connections whose writes wait on a full socket now (the client takes no data).",
+            &plain(self.connections_stalled.load(Ordering::Relaxed).to_string()),
+        );
         let closed: Vec<_> = {
             let map = self.connections_closed.lock().unwrap_or_else(|e| e.into_inner());
             map.iter().map(|(r, n)| (format!("{{reason=\"{r}\"}}"), n.to_string())).collect()
@@ -176,7 +188,7 @@ impl Metrics {
             "weft_connections_closed_total",
             "counter",
             "Connections the server closed or refused itself, by reason (header_timeout, \
-             idle_timeout, evicted, refused).",
+             idle_timeout, write_timeout, evicted, refused).",
             &closed,
         );
         metric(

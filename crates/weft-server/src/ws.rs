@@ -15,32 +15,39 @@
 //! `?protocol=` (default `native`). When the socket closes, streams stop; runs go on, except
 //! those started with `onDisconnect: "cancel"`.
 //!
-//! Each `execute` and `attach` message is a request: it counts against the key's rate limit,
-//! and streams are capped per socket and per key (`too_many_streams`); a client that does not
-//! read is closed with code 1008 and a reason (see `ws_limits`).
+//! Each `execute`, `attach` and `abort` message is a request: it counts against the key's rate
+//! limit, and streams are capped per socket and per key (`too_many_streams`); a client that does
+//! not read is closed with code 1008 and a reason. Sockets are capped per key (the upgrade is
+//! refused with `429 too_many_sockets`); a socket with no stream open for `idle_timeout` is
+//! closed with code 1000 and a reason, and one replaced at the connection cap with code 1013
+//! (see `ws_limits`).
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
 
 use axum::Extension;
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use futures::StreamExt;
+use futures::stream::SplitStream;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use weft_protocol::{Frame, Protocol};
 
 use crate::AppState;
 use crate::api::{ExecuteRequest, QueryParams, parse_json};
 use crate::auth::{Caller, RateBucket};
+use crate::conn::{Closed, ConnHandle};
 use crate::error::{ApiError, ErrorBody};
 use crate::execute;
 use crate::ids::ClientIds;
 use crate::routes::FormatQuery;
 use crate::stream::{ClientGauge, Feed, Renderer};
-use crate::ws_limits::{self, Outbox, StreamSlot};
+use crate::ws_limits::{self, Outbox, SocketSlot, SocketStreams, StreamSlot};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -107,7 +114,7 @@ pub(crate) fn parse_message(text: &str) -> Result<ClientMessage, ApiError> {
         (status = 101, description = "Switching to the WebSocket protocol (text frames; see the crate docs)"),
         (status = 400, description = "Not a WebSocket upgrade, or an unknown protocol", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 429, description = "Rate limited", body = ErrorBody),
+        (status = 429, description = "Rate limited, or the key has limits.ws_sockets_per_key sockets open (too_many_sockets)", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -115,6 +122,7 @@ pub(crate) async fn upgrade(
     State(state): State<Arc<AppState>>,
     Extension(caller): Extension<Caller>,
     Extension(RateBucket(bucket)): Extension<RateBucket>,
+    conn: Option<Extension<ConnHandle>>,
     QueryParams(query): QueryParams<FormatQuery>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
@@ -127,10 +135,12 @@ pub(crate) async fn upgrade(
     let upgrade = upgrade.map_err(|e| {
         ApiError::bad_request("websocket_required", format!("this endpoint speaks WebSocket: {e}"))
     })?;
+    // The socket holds a slot of its key's while it lives (given back if the upgrade fails).
+    let held = ws_limits::open_socket(&state, &bucket)?;
+    let conn = conn.map(|Extension(conn)| conn);
     let limit = state.settings.body_bytes;
-    Ok(upgrade
-        .max_message_size(limit)
-        .on_upgrade(move |socket| serve(state, caller, bucket, protocol, socket)))
+    let socket = Socket { state, caller, bucket, protocol, conn, _held: held };
+    Ok(upgrade.max_message_size(limit).on_upgrade(move |ws| serve(socket, ws)))
 }
 
 fn error_message(error: &ApiError, session_id: Option<&str>) -> String {
@@ -150,31 +160,131 @@ fn frame_message(session_id: &str, frame: &Frame) -> String {
     json!({ "sessionId": session_id, "id": frame.id, "data": data }).to_string()
 }
 
-async fn serve(
+/// One socket: who it serves, and its places among its key's sockets and at the connection cap.
+struct Socket {
     state: Arc<AppState>,
     caller: Caller,
     bucket: String,
     protocol: Protocol,
-    socket: WebSocket,
-) {
-    let (sink, mut incoming) = socket.split();
+    /// Its connection (absent when the router is driven without `Server::serve`).
+    conn: Option<ConnHandle>,
+    _held: SocketSlot,
+}
+
+/// Why a socket's loop ended.
+enum Ending {
+    /// The client closed it, or is gone.
+    ClientClosed,
+    /// The server is shutting down, or the writer stopped (the client does not read).
+    Stopped,
+    /// No stream was open for `idle_timeout`.
+    Idle(Duration),
+    /// A new connection took its place at the cap.
+    Evicted,
+}
+
+async fn serve(socket: Socket, ws: WebSocket) {
+    let (sink, mut incoming) = ws.split();
+    let state = Arc::clone(&socket.state);
     let (outbox, writer) = ws_limits::outbox(&state);
     // Cancelled when the writer stops early: the client is gone or does not read.
     let stopped = CancellationToken::new();
-    let writer = tokio::spawn({
+    let mut writer = tokio::spawn({
         let (state, stopped) = (Arc::clone(&state), stopped.clone());
         async move { writer.run(sink, &state, &stopped).await }
     });
-    let streams = Arc::new(AtomicUsize::new(0));
-    let mut tasks = tokio::task::JoinSet::new();
-    let closing = state.closing.clone();
+    let streams = Arc::new(SocketStreams::default());
+    let mut tasks = JoinSet::new();
+    let ending = tokio::select! {
+        ending = receive(&socket, &mut incoming, &outbox, &streams, &mut tasks, &stopped) => ending,
+        () = evicted(socket.conn.as_ref()) => Ending::Evicted,
+    };
+    // Streams stop (a run started with onDisconnect "cancel" is aborted as its feed drops).
+    tasks.shutdown().await;
+    match ending {
+        Ending::ClientClosed => {
+            drop(outbox);
+            let _ = writer.await;
+        }
+        Ending::Stopped => {
+            drop(outbox);
+            let _ = writer.await;
+            ws_limits::finish_close(&mut incoming).await;
+        }
+        Ending::Idle(limit) => {
+            state.metrics.connection_closed(Closed::IdleTimeout);
+            let reason = format!(
+                "no stream for {} (limits.idle_timeout)",
+                humantime::format_duration(limit)
+            );
+            let _ = outbox.close(ws_limits::CLOSE_IDLE, reason).await;
+            let _ = writer.await;
+            ws_limits::finish_close(&mut incoming).await;
+        }
+        Ending::Evicted => {
+            // Its slot is another connection's already: a short goodbye.
+            let reason =
+                "idle at the connection cap (limits.max_connections); connect again".to_string();
+            let closed = async {
+                let _ = outbox.close(ws_limits::CLOSE_AT_CAP, reason).await;
+                let _ = (&mut writer).await;
+                ws_limits::finish_close(&mut incoming).await;
+            };
+            if tokio::time::timeout(ws_limits::EVICTED_GRACE, closed).await.is_err() {
+                writer.abort();
+            }
+        }
+    }
+}
+
+/// Completes once the socket's connection was replaced at the cap (never without one).
+async fn evicted(conn: Option<&ConnHandle>) {
+    match conn {
+        Some(conn) => conn.evicted().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Completes at `at`, or never.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Reads the client's messages and starts their streams, until the socket must close.
+async fn receive(
+    socket: &Socket,
+    incoming: &mut SplitStream<WebSocket>,
+    outbox: &Outbox,
+    streams: &Arc<SocketStreams>,
+    tasks: &mut JoinSet<()>,
+    stopped: &CancellationToken,
+) -> Ending {
+    let Socket { state, caller, bucket, protocol, conn, .. } = socket;
+    let idle_limit = Some(state.settings.idle_timeout).filter(|t| !t.is_zero());
+    // Since when no stream has been open (`None`: one is).
+    let mut idle_since = Some(Instant::now());
     loop {
+        while tasks.try_join_next().is_some() {}
+        if streams.open() == 0 {
+            // Idle: its clock runs, and a new connection may take its place at the cap.
+            idle_since.get_or_insert_with(Instant::now);
+            if let Some(conn) = conn
+                && !conn.set_idle(true)
+            {
+                return Ending::Evicted;
+            }
+        }
+        let idle_at = idle_since.zip(idle_limit).map(|(since, limit)| since + limit);
         let message = tokio::select! {
             message = incoming.next() => message,
-            () = closing.cancelled() => break,
-            () = stopped.cancelled() => break,
+            () = streams.ended() => continue,
+            () = sleep_until(idle_at) => return Ending::Idle(idle_limit.unwrap_or_default()),
+            () = state.closing.cancelled() => return Ending::Stopped,
+            () = stopped.cancelled() => return Ending::Stopped,
         };
-        while tasks.try_join_next().is_some() {}
         // Refusals are sent from here, so a client that floods without reading stops being
         // read once its queue is full.
         let text = match message {
@@ -182,47 +292,60 @@ async fn serve(
             Some(Ok(Message::Binary(_))) => {
                 let error = ApiError::bad_request("bad_request", "send JSON as text frames");
                 if outbox.send(error_message(&error, None)).await.is_err() {
-                    break;
+                    return Ending::Stopped;
                 }
                 continue;
             }
-            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return Ending::ClientClosed,
             Some(Ok(_)) => continue,
         };
         let request = match parse_message(&text) {
             Ok(request) => request,
             Err(error) => {
                 if outbox.send(error_message(&error, None)).await.is_err() {
-                    break;
+                    return Ending::Stopped;
                 }
                 continue;
             }
         };
         if let ClientMessage::Abort(AbortMessage { session_id: id }) = request {
-            let reply = match execute::abort(&state, &caller, &id).await {
+            // An abort loads its session from the store: a request too.
+            let aborted = match state.limiter.admit(bucket) {
+                Ok(()) => execute::abort(state, caller, &id).await,
+                Err(error) => Err(error),
+            };
+            let reply = match aborted {
                 Ok(()) => json!({"type": "aborted", "sessionId": id}).to_string(),
                 Err(error) => error_message(&error, Some(&id)),
             };
             if outbox.send(reply).await.is_err() {
-                break;
+                return Ending::Stopped;
             }
             continue;
         }
         // A stream is a request: it takes a token of the key's rate limit, and a slot.
         let slot = state
             .limiter
-            .admit(&bucket)
-            .and_then(|()| ws_limits::open_stream(&state, &bucket, &streams));
+            .admit(bucket)
+            .and_then(|()| ws_limits::open_stream(state, bucket, streams));
         let slot = match slot {
             Ok(slot) => slot,
             Err(error) => {
                 if outbox.send(error_message(&error, request.session_id())).await.is_err() {
-                    break;
+                    return Ending::Stopped;
                 }
                 continue;
             }
         };
-        let (state, caller, outbox) = (Arc::clone(&state), caller.clone(), outbox.clone());
+        // Busy: no longer replaceable at the cap, unless it was replaced already.
+        if let Some(conn) = conn
+            && !conn.set_idle(false)
+        {
+            return Ending::Evicted;
+        }
+        idle_since = None;
+        let (state, caller, outbox) = (Arc::clone(state), caller.clone(), outbox.clone());
+        let protocol = *protocol;
         tasks.spawn(async move {
             let streamed = stream(&state, &caller, protocol, request, &outbox, slot).await;
             if let Err((error, session_id)) = streamed {
@@ -230,10 +353,6 @@ async fn serve(
             }
         });
     }
-    // Streams stop (a run started with onDisconnect "cancel" is aborted as its feed drops).
-    tasks.shutdown().await;
-    drop(outbox);
-    let _ = writer.await;
 }
 
 type Refusal = (ApiError, Option<String>);

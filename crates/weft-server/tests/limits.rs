@@ -1,6 +1,7 @@
-//! Connection limits over raw loopback TCP: a slow head, an idle keep-alive connection and a slow
-//! body are closed by their timers; a flood beyond the cap leaves `/healthz` answering; a stream
-//! that is sending is never idle; HTTP/2 is not served.
+//! Connection limits over raw loopback TCP: a slow head, an idle keep-alive connection, a slow
+//! body and a client that takes no data are closed by their timers; a flood beyond the cap (idle
+//! connections, or pipelined requests never read) leaves `/healthz` answering; a stream that is
+//! sending, or whose client reads slowly, is never cut; HTTP/2 is not served.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -11,6 +12,7 @@ use common::*;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use weft_llm::faux::{FauxScript, FauxTurn};
 
 /// Far longer than any timer under test: only a broken limit hits it.
 const BOUND: Duration = Duration::from_secs(20);
@@ -64,6 +66,84 @@ async fn metric(server: &TestServer, sample: &str) -> f64 {
     text.lines()
         .find_map(|line| line.strip_prefix(sample)?.strip_prefix(' ')?.parse().ok())
         .unwrap_or(0.0)
+}
+
+/// A connection that pipelines `requests` requests for `path` at once and never reads (its
+/// receive buffer is small). Refused (closed at once) is fine.
+async fn non_reader(server: &TestServer, path: &str, requests: usize) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(addr(server).parse().unwrap()).await.unwrap();
+    let heads = format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").repeat(requests);
+    let _ = stream.write_all(heads.as_bytes()).await;
+    stream
+}
+
+/// A server whose one session has a long history (5,500 events, about 360 KB as SSE), and the
+/// path that replays it.
+async fn long_history(settings: impl FnOnce(&mut weft_server::Settings)) -> (TestServer, String) {
+    let text = "All work and no play. ".repeat(250);
+    let script = FauxScript::new([FauxTurn::text(text).with_chunk_size(1)]);
+    let server = start_with(script, |b| b, settings).await;
+    let (id, frames) = server.execute(json!({"input": user("Go"), "context": {"tools": []}})).await;
+    assert_eq!(last_json(&frames)["status"], "completed");
+    (server, format!("/api/agent/session/{id}/stream"))
+}
+
+/// A server whose one session's run has streamed 5,500 events (about 360 KB as SSE) and then
+/// waits for ever, and the path of its stream: a response that never ends.
+async fn endless_stream(settings: impl FnOnce(&mut weft_server::Settings)) -> (TestServer, String) {
+    use futures::StreamExt;
+    let text = "All work and no play. ".repeat(250);
+    let script = FauxScript::new([FauxTurn::text(text).with_chunk_size(1).stalled()]);
+    let server = start_with(script, |b| b, settings).await;
+    let response = server
+        .post("/api/agent/execute", None)
+        .json(&json!({"input": user("Go"), "context": {"tools": []}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let id = session_header(&response);
+    // Read until the run has streamed its text, then let this stream go.
+    let (mut seen, mut body) = (0, response.bytes_stream());
+    while seen < 5_000 {
+        let chunk = tokio::time::timeout(BOUND, body.next()).await.unwrap().unwrap().unwrap();
+        seen += String::from_utf8_lossy(&chunk).matches("text_delta").count();
+    }
+    drop(body);
+    let started = Instant::now();
+    while metric_inside(&server, "weft_connections_open").await > 0.0 {
+        assert!(started.elapsed() < BOUND, "the first stream's connection stayed open");
+        tokio::time::sleep(ms(20)).await;
+    }
+    (server, format!("/api/agent/session/{id}/stream"))
+}
+
+/// A metric's value, read from the server's router without a connection (so even with every
+/// connection taken), 0 when absent.
+async fn metric_inside(server: &TestServer, sample: &str) -> f64 {
+    use tower::ServiceExt;
+    let request = axum::http::Request::get("/metrics").body(axum::body::Body::empty()).unwrap();
+    let response = server.app.router().oneshot(request).await.unwrap();
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    String::from_utf8_lossy(&body)
+        .lines()
+        .find_map(|line| line.strip_prefix(sample)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Waits until the metric `sample` is at least `least` ([`metric_inside`]); its last value,
+/// after [`BOUND`] at most.
+async fn await_metric(server: &TestServer, sample: &str, least: f64) -> f64 {
+    let started = Instant::now();
+    loop {
+        let value = metric_inside(server, sample).await;
+        if value >= least || started.elapsed() > BOUND {
+            return value;
+        }
+        tokio::time::sleep(ms(20)).await;
+    }
 }
 
 #[tokio::test]
@@ -339,4 +419,151 @@ async fn http2_with_prior_knowledge_is_not_served() {
     let answer = read_to_close(&mut socket).await;
     // An HTTP/2 server's first frame is its SETTINGS (type 4 at byte 3).
     assert!(answer.as_bytes().get(3) != Some(&4) || answer.starts_with("HTTP/1.1"), "{answer:?}");
+}
+
+#[tokio::test]
+async fn a_flood_of_streams_never_read_leaves_healthz_answering() {
+    // Timers far off: only the cap can make room. Each flood connection asks for a stream that
+    // never ends (of a run that waits) and reads nothing: it has a request in flight for ever,
+    // and the server's writes to it stall (the stream's 360 KB are more than the socket
+    // buffers take). No API key is needed on a server without keys, and any key does on one
+    // with keys.
+    let cap = 8;
+    let (server, stream) = endless_stream(|s| {
+        s.max_connections = cap;
+        s.header_timeout = Duration::from_secs(60);
+        s.idle_timeout = Duration::from_secs(60);
+        s.write_timeout = Duration::from_secs(60);
+    })
+    .await;
+    let mut flood = Vec::new();
+    for round in 0..4 {
+        for _ in 0..cap {
+            flood.push(non_reader(&server, &stream, 1).await);
+        }
+        // Every slot holds a flood connection whose writes are stalled.
+        let stalled = await_metric(&server, "weft_connections_stalled", cap as f64).await;
+        assert_eq!(metric_inside(&server, "weft_connections_open").await, cap as f64);
+        // A client's new connection takes the place of one of them and is answered.
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        let response = tokio::time::timeout(BOUND, client.get(server.url("/healthz")).send())
+            .await
+            .expect("/healthz did not answer during the flood");
+        assert!(
+            response.as_ref().is_ok_and(|r| r.status() == 200),
+            "round {round}: /healthz refused ({stalled} connections stalled): {response:?}"
+        );
+    }
+    let evicted = metric_inside(&server, "weft_connections_closed_total{reason=\"evicted\"}");
+    assert!(evicted.await >= (3 * cap) as f64);
+}
+
+#[tokio::test]
+async fn a_response_whose_client_takes_no_data_is_closed_by_the_write_timeout() {
+    let (server, replay) = long_history(|s| {
+        s.header_timeout = Duration::from_secs(60);
+        s.idle_timeout = Duration::from_secs(60);
+        s.write_timeout = ms(300);
+    })
+    .await;
+    let started = Instant::now();
+    // A stream stalled mid-body (a request in flight), and pipelined small files stalled
+    // between responses (hyper reads the next head only once the last response is flushed).
+    let mut streams = non_reader(&server, &replay, 20).await;
+    let mut files = non_reader(&server, "/playground/playground.js", 400).await;
+    let sample = "weft_connections_closed_total{reason=\"write_timeout\"}";
+    assert_eq!(
+        await_metric(&server, sample, 2.0).await,
+        2.0,
+        "connections whose client took no data were kept open"
+    );
+    assert!(started.elapsed() >= ms(300), "closed before its timeout");
+    // What the socket buffers held, then the end.
+    read_to_close(&mut streams).await;
+    read_to_close(&mut files).await;
+    assert_eq!(metric(&server, "weft_connections_stalled").await, 0.0);
+}
+
+#[tokio::test]
+async fn a_stream_whose_client_reads_slowly_outlives_the_write_timeout() {
+    // A 550 KB answer (and the message end that repeats it): many times what the socket
+    // buffers hold, so the server waits on the client again and again.
+    let text = "All work and no play. ".repeat(25_000);
+    let script = FauxScript::new([FauxTurn::text(text).with_chunk_size(4096)]);
+    let server = start_with(
+        script,
+        |b| b,
+        |s| {
+            s.write_timeout = Duration::from_secs(1);
+        },
+    )
+    .await;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(addr(&server).parse().unwrap()).await.unwrap();
+    let body = json!({"input": user("Go"), "context": {"tools": []}}).to_string();
+    let request = format!(
+        "POST /api/agent/execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    // Meanwhile: the server waits on this client (its writes stall) at some point.
+    let watcher = {
+        let (base, client) = (server.base.clone(), server.client.clone());
+        tokio::spawn(async move {
+            let started = Instant::now();
+            while started.elapsed() < BOUND {
+                if let Ok(response) = client.get(format!("{base}/metrics")).send().await {
+                    let text = response.text().await.unwrap_or_default();
+                    let stalled: f64 = text
+                        .lines()
+                        .find_map(|l| l.strip_prefix("weft_connections_stalled ")?.parse().ok())
+                        .unwrap_or(0.0);
+                    if stalled >= 1.0 {
+                        return true;
+                    }
+                }
+                tokio::time::sleep(ms(20)).await;
+            }
+            false
+        })
+    };
+    // 32 KB every 50 ms: slower than the server writes, never silent for long.
+    let started = Instant::now();
+    let mut received = Vec::new();
+    let mut buf = vec![0u8; 32 * 1024];
+    let read = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let mut taken = 0;
+            while taken < buf.len() {
+                match stream.read(&mut buf[taken..]).await {
+                    Ok(0) | Err(_) => {
+                        received.extend_from_slice(&buf[..taken]);
+                        return;
+                    }
+                    Ok(n) => taken += n,
+                }
+            }
+            received.extend_from_slice(&buf[..taken]);
+            tokio::time::sleep(ms(50)).await;
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "the stream did not end");
+    let took = started.elapsed();
+    let response = String::from_utf8_lossy(&received).into_owned();
+    let tail = &response[response.len().saturating_sub(600)..];
+    assert!(
+        response.contains("\"status\":\"completed\""),
+        "cut after {} bytes, {took:?}: {tail}\n{}",
+        received.len(),
+        server.client.get(server.url("/metrics")).send().await.unwrap().text().await.unwrap()
+    );
+    assert!(took > Duration::from_secs(2), "read in {took:?}: not slowly enough to test anything");
+    assert!(watcher.await.unwrap(), "the server never waited on the client");
+    assert_eq!(
+        metric(&server, "weft_connections_closed_total{reason=\"write_timeout\"}").await,
+        0.0
+    );
 }

@@ -1,6 +1,7 @@
 //! WebSocket messages are requests: rate-limited per key, streams capped per socket and per key,
 //! and a client that does not read is closed with a reason while the server's queue stays
-//! bounded.
+//! bounded. Sockets are capped per key, closed when idle, and replaced at the connection cap
+//! when they carry no stream.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -12,6 +13,7 @@ use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use weft_llm::faux::{FauxScript, FauxTurn};
 
@@ -102,6 +104,47 @@ async fn executes_over_one_socket_are_rate_limited_past_the_burst() {
     // Over HTTP the same key is out of tokens too.
     let response = server.get("/api/agent/sessions", None).send().await.unwrap();
     assert_eq!(response.status(), 429);
+}
+
+#[tokio::test]
+async fn aborts_over_one_socket_are_rate_limited_past_the_burst() {
+    let server = start_with(
+        stall_script(),
+        |b| b,
+        |s| {
+            s.api_keys.insert(KEY.into(), "alice".into());
+            s.requests_per_minute = 1;
+            s.burst = 5;
+        },
+    )
+    .await;
+    let mut socket = connect(&server).await;
+    // Each abort looks its session up in the store: one of a running run, the rest of ids that
+    // do not exist.
+    socket.send(execute_message()).await.unwrap();
+    let started = next_json(&mut socket).await;
+    assert_eq!(started["type"], "started", "{started}");
+    let id = started["sessionId"].as_str().unwrap().to_string();
+    let abort = |id: &str| Message::text(json!({"type": "abort", "sessionId": id}).to_string());
+    socket.send(abort(&id)).await.unwrap();
+    for n in 0..9 {
+        socket.send(abort(&format!("no-such-session-{n}"))).await.unwrap();
+    }
+    let (mut answered, mut limited) = (0, 0);
+    while answered + limited < 10 {
+        let message = next_json(&mut socket).await;
+        match (message["type"].as_str(), message["error"]["code"].as_str()) {
+            (Some("aborted"), _) | (_, Some("session_not_found")) => answered += 1,
+            (_, Some("rate_limited")) => {
+                limited += 1;
+                assert!(message["sessionId"].is_string(), "{message}");
+            }
+            (_, Some(other)) => panic!("unexpected error {other}: {message}"),
+            _ => {}
+        }
+    }
+    // The upgrade and the execute took two tokens of the burst, three aborts the rest.
+    assert_eq!((answered, limited), (3, 7));
 }
 
 #[tokio::test]
@@ -249,4 +292,169 @@ async fn a_socket_that_does_not_read_is_closed_with_a_reason_and_a_bounded_queue
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(server.session(&id).await["status"], "completed");
+}
+
+/// Reads until the server's close frame (frames before it are skipped).
+async fn close_frame<S>(socket: &mut Socket<S>) -> CloseFrame
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    loop {
+        let message = tokio::time::timeout(BOUND, socket.next())
+            .await
+            .expect("the socket was not closed")
+            .expect("closed without a close frame")
+            .unwrap();
+        if let Message::Close(frame) = message {
+            return frame.expect("a close frame without a code");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_socket_without_a_stream_is_closed_after_the_idle_timeout() {
+    let server = start_with(
+        stall_script(),
+        |b| b,
+        |s| {
+            s.idle_timeout = Duration::from_millis(300);
+        },
+    )
+    .await;
+    // A socket that never asks for anything.
+    let opened = Instant::now();
+    let mut silent = connect(&server).await;
+    let close = close_frame(&mut silent).await;
+    assert!(opened.elapsed() >= Duration::from_millis(300), "closed before its timeout");
+    assert_eq!(close.code, CloseCode::Normal);
+    assert!(close.reason.contains("limits.idle_timeout"), "{}", close.reason);
+
+    // A socket carrying a stream is not idle, however quiet the stream (the run waits).
+    let mut busy = connect(&server).await;
+    busy.send(execute_message()).await.unwrap();
+    let started = next_json(&mut busy).await;
+    let id = started["sessionId"].as_str().unwrap().to_string();
+    let quiet = tokio::time::timeout(Duration::from_millis(1500), async {
+        loop {
+            match busy.next().await {
+                Some(Ok(Message::Close(frame))) => return frame,
+                Some(Ok(_)) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+    })
+    .await;
+    assert!(quiet.is_err(), "a socket with a stream was closed: {quiet:?}");
+    // Its stream ends: from then on it is idle, and closed in its turn.
+    let abort = json!({"type": "abort", "sessionId": id}).to_string();
+    busy.send(Message::text(abort)).await.unwrap();
+    let close = close_frame(&mut busy).await;
+    assert_eq!(close.code, CloseCode::Normal);
+    assert!(close.reason.contains("limits.idle_timeout"), "{}", close.reason);
+    assert_eq!(server.session(&id).await["status"], "aborted");
+}
+
+#[tokio::test]
+async fn a_key_past_its_socket_cap_is_refused_at_the_upgrade() {
+    const OTHER: &str = "key-of-bob-22";
+    let server = start_with(
+        stall_script(),
+        |b| b,
+        |s| {
+            s.api_keys.insert(KEY.into(), "alice".into());
+            s.api_keys.insert(OTHER.into(), "bob".into());
+            s.ws_sockets_per_key = 2;
+        },
+    )
+    .await;
+    let mut sockets = vec![connect(&server).await, connect(&server).await];
+    let refused = tokio_tungstenite::connect_async(ws_request(&server)).await;
+    let Err(tokio_tungstenite::tungstenite::Error::Http(response)) = refused else {
+        panic!("a third socket of the key was accepted: {refused:?}");
+    };
+    assert_eq!(response.status(), 429);
+    let body: Value = serde_json::from_slice(response.body().as_deref().unwrap()).unwrap();
+    assert_eq!(body["error"]["code"], "too_many_sockets", "{body}");
+    let text = body["error"]["message"].as_str().unwrap();
+    assert!(text.contains("limits.ws_sockets_per_key"), "{text}");
+    assert!(!text.contains(KEY), "the key leaked: {text}");
+
+    // Another key has sockets of its own.
+    let mut other = ws_request(&server);
+    other.headers_mut().insert("authorization", format!("Bearer {OTHER}").parse().unwrap());
+    let (mut bobs, _) = tokio_tungstenite::connect_async(other).await.unwrap();
+    bobs.send(execute_message()).await.unwrap();
+    assert_eq!(next_json(&mut bobs).await["type"], "started");
+
+    // A socket that closes gives its slot back.
+    let mut first = sockets.remove(0);
+    first.close(None).await.unwrap();
+    while first.next().await.is_some() {}
+    let started = Instant::now();
+    loop {
+        match tokio_tungstenite::connect_async(ws_request(&server)).await {
+            Ok((socket, _)) => {
+                sockets.push(socket);
+                break;
+            }
+            Err(tokio_tungstenite::tungstenite::Error::Http(response))
+                if response.status() == 429 && started.elapsed() < BOUND =>
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(error) => panic!("{error}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_flood_of_idle_sockets_at_the_cap_leaves_healthz_answering() {
+    // Timers far off: only the cap can make room.
+    let cap = 8;
+    let server = start_with(
+        stall_script(),
+        |b| b,
+        |s| {
+            s.max_connections = cap;
+            s.header_timeout = Duration::from_secs(60);
+            s.idle_timeout = Duration::from_secs(60);
+        },
+    )
+    .await;
+    // A socket carrying a stream is busy: never replaced.
+    let mut busy = connect(&server).await;
+    busy.send(execute_message()).await.unwrap();
+    let id = next_json(&mut busy).await["sessionId"].as_str().unwrap().to_string();
+
+    let mut flood = Vec::new();
+    for round in 0..6 {
+        for _ in 0..4 {
+            if let Ok((socket, _)) = tokio_tungstenite::connect_async(ws_request(&server)).await {
+                flood.push(socket);
+            }
+        }
+        // A client's new connection takes the place of the idle socket that waited longest.
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        let response = tokio::time::timeout(BOUND, client.get(server.url("/healthz")).send())
+            .await
+            .expect("/healthz did not answer during the flood");
+        assert!(
+            response.as_ref().is_ok_and(|r| r.status() == 200),
+            "round {round}: /healthz refused: {response:?}"
+        );
+    }
+    assert_eq!(flood.len(), 24, "sockets of the flood were refused");
+    // The first flood sockets were closed, with a reason.
+    let close = close_frame(&mut flood[0]).await;
+    assert_eq!(close.code, CloseCode::Again);
+    assert!(close.reason.contains("limits.max_connections"), "{}", close.reason);
+    // The busy socket still carries its stream.
+    let abort = json!({"type": "abort", "sessionId": id}).to_string();
+    busy.send(Message::text(abort)).await.unwrap();
+    loop {
+        let message = next_json(&mut busy).await;
+        if message["type"] == "end" {
+            break;
+        }
+    }
 }

@@ -19,6 +19,8 @@ pub struct TestServer {
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     pub task: Option<tokio::task::JoinHandle<Result<(), weft_server::ServeError>>>,
     pub dir: tempfile::TempDir,
+    /// The server itself: its router answers without a connection (at the cap, say).
+    pub app: Server,
 }
 
 /// The weather flow of the agent plan: a remote tool call, then the answer.
@@ -97,6 +99,7 @@ async fn start_on(
     settings(&mut s);
     let key = s.api_keys.keys().next().cloned();
     let server = Server::new(agent, s);
+    let app = server.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -104,7 +107,7 @@ async fn start_on(
         let _ = rx.await;
     }));
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
-    TestServer { base, client, key, shutdown: Some(tx), task: Some(task), dir }
+    TestServer { base, client, key, shutdown: Some(tx), task: Some(task), dir, app }
 }
 
 impl TestServer {
