@@ -18,7 +18,7 @@ use std::time::Duration;
 use common::Spy;
 use futures::StreamExt;
 use serde_json::json;
-use weft_agent::{Agent, ExecuteError, ProcessIdentity, SessionOptions, tool_fn};
+use weft_agent::{Agent, ExecuteError, ProcessIdentity, SessionOptions};
 use weft_core::{
     AgentEvent, Input, Message, SessionStatus, SessionStore, ToolResultMessage, ToolSpec,
 };
@@ -32,20 +32,6 @@ fn runtime() -> tokio::runtime::Runtime {
 /// A long lease: nothing in these tests may wait for one to expire.
 const TTL: Duration = Duration::from_secs(120);
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Query {
-    #[allow(dead_code)]
-    q: String,
-}
-
-/// A tool that never finishes (the process dies in it).
-fn hang() -> impl weft_agent::Tool {
-    tool_fn("charge", "Charges a card", |_: Query| async move {
-        std::future::pending::<()>().await;
-        Ok::<_, String>(String::new())
-    })
-}
-
 async fn sqlite(path: &Path) -> Arc<dyn SessionStore> {
     Arc::new(SqliteStore::open(path).await.unwrap())
 }
@@ -54,7 +40,7 @@ async fn sqlite(path: &Path) -> Arc<dyn SessionStore> {
 /// never ends, under the first free identity of `home`.
 async fn process(db: &Path, home: &Path, turns: impl IntoIterator<Item = FauxTurn>) -> Agent {
     Agent::builder(FauxProvider::new(FauxScript::new(turns)))
-        .tool(hang())
+        .tool(common::hang())
         .store(sqlite(db).await)
         .identity(ProcessIdentity::claim(home).unwrap())
         .lease_ttl(TTL)

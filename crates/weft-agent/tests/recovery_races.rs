@@ -12,27 +12,13 @@ use std::time::Duration;
 use common::Spy;
 use futures::StreamExt;
 use serde_json::json;
-use weft_agent::{Agent, ExecuteError, SessionOptions, tool_fn};
+use weft_agent::{Agent, ExecuteError, SessionOptions};
 use weft_core::{AgentEvent, Input, SessionStatus, SessionStore};
 use weft_llm::faux::{FauxProvider, FauxScript, FauxTurn};
 use weft_store::SqliteStore;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
-}
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Query {
-    #[allow(dead_code)]
-    q: String,
-}
-
-/// A tool that never finishes (the process "dies" in it).
-fn hang() -> impl weft_agent::Tool {
-    tool_fn("charge", "Charges a card", |_: Query| async move {
-        std::future::pending::<()>().await;
-        Ok::<_, String>(String::new())
-    })
 }
 
 /// `Agent::session()` and the sweeper both try to recover one dead run in one process; the
@@ -49,7 +35,7 @@ fn a_dead_run_is_recovered_once_even_when_loading_races_the_sweeper() {
             let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&path).await.unwrap());
             let turn = FauxTurn::tool_call("charge", json!({"q": "x"}));
             let agent = Agent::builder(FauxProvider::new(FauxScript::new([turn])))
-                .tool(hang())
+                .tool(common::hang())
                 .store(store)
                 .lease_ttl(Duration::from_millis(50))
                 .build()
@@ -80,7 +66,7 @@ fn a_dead_run_is_recovered_once_even_when_loading_races_the_sweeper() {
     // The recovered run goes on: its model call answers the interrupted call first.
     let recovered = FauxTurn::text("The charge was interrupted; I will not retry it.");
     let agent = Agent::builder(FauxProvider::new(FauxScript::new([recovered, turn])))
-        .tool(hang())
+        .tool(common::hang())
         .store(Arc::clone(&store))
         // Long enough that no late renewal lets client A's delayed acquisition take B's run.
         .lease_ttl(Duration::from_secs(5))

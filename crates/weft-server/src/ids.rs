@@ -40,9 +40,12 @@ pub(crate) fn prefix(owner: &str) -> String {
     }
     // FNV-1a (64 bits): stable across versions and platforms, as stored ids must be. A plain
     // name has no `+`, so it never equals another owner's hashed tag.
-    let hash = owner
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let hash = {
+        use std::hash::Hasher as _;
+        let mut hasher = fnv::FnvHasher::default();
+        hasher.write(owner.as_bytes());
+        hasher.finish()
+    };
     format!("+{hash:016x}{SEPARATOR}")
 }
 

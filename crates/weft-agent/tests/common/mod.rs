@@ -48,6 +48,20 @@ impl Provider for Recording {
     }
 }
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct Query {
+    #[allow(dead_code)]
+    q: String,
+}
+
+/// A tool `charge` (`{"q": string}`) that never finishes: a process "dies" in it.
+pub fn hang() -> impl weft_agent::Tool {
+    weft_agent::tool_fn("charge", "Charges a card", |_: Query| async move {
+        std::future::pending::<()>().await;
+        Ok::<_, String>(String::new())
+    })
+}
+
 /// Runs `input` to its end, collecting every event.
 pub async fn run(
     agent: &Agent,
