@@ -374,6 +374,7 @@ pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     responses(
         (status = 200, description = "Metrics", content_type = "text/plain", body = String),
         (status = 401, description = "Missing or invalid API key (a server with keys, metrics not public)", body = ErrorBody),
+        (status = 429, description = "Rate limited (the key's rate, or too many wrong keys from this address)", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
