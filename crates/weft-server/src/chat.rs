@@ -458,7 +458,7 @@ async fn chat(
         options,
     )
     .await?;
-    let encoder = ChatStream { inner: VercelEncoder::new(), answered, denied, approved };
+    let encoder = ChatStream::new(answered, denied, approved);
     Ok(frontends::sse(state, streamed, Box::new(encoder), Some(HEADER)))
 }
 
@@ -524,12 +524,7 @@ pub(crate) async fn resume(
         ExecuteOptions::default(),
     )
     .await?;
-    let encoder = ChatStream {
-        inner: VercelEncoder::new(),
-        answered: HashSet::new(),
-        denied: HashSet::new(),
-        approved: HashSet::new(),
-    };
+    let encoder = ChatStream::new(HashSet::new(), HashSet::new(), HashSet::new());
     Ok(frontends::sse(state, streamed, Box::new(encoder), Some(HEADER)))
 }
 
@@ -538,15 +533,55 @@ pub(crate) async fn resume(
 /// as `tool-input-available` when the run then waits for its result: its part leaves the
 /// `approval-responded` state, so `useChat` runs the tool (`onToolCall`) instead of posting the
 /// approval again and again (`lastAssistantMessageIsCompleteWithApprovalResponses`).
+///
+/// A call's `tool-input-available` is held back until the run says whether the call needs
+/// approval: `useChat` runs a client-side tool (`onToolCall`) as soon as its input is available,
+/// so a call waiting for approval gets only its input stream and `tool-approval-request`, and is
+/// handed over once approved.
 struct ChatStream {
     inner: VercelEncoder,
     answered: HashSet<String>,
     denied: HashSet<String>,
     approved: HashSet<String>,
+    /// `tool-input-available` of calls not yet known not to need approval: (call id, frame).
+    held: Vec<(String, Frame)>,
+}
+
+impl ChatStream {
+    fn new(answered: HashSet<String>, denied: HashSet<String>, approved: HashSet<String>) -> Self {
+        Self { inner: VercelEncoder::new(), answered, denied, approved, held: Vec::new() }
+    }
 }
 
 impl Encoder for ChatStream {
     fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
+        match event {
+            AgentEvent::ToolcallEnd { tool_call, .. } => {
+                let start = out.len();
+                self.inner.encode(event, out);
+                if let Some(at) =
+                    out[start..].iter().position(|f| f.data.contains("\"tool-input-available\""))
+                {
+                    let frame = out.remove(start + at);
+                    self.held.push((tool_call.id.clone(), frame));
+                }
+                return;
+            }
+            AgentEvent::ApprovalRequired { tool_calls, .. } => {
+                self.held.retain(|(id, _)| !tool_calls.iter().any(|c| c.id == *id));
+                out.extend(self.held.drain(..).map(|(_, frame)| frame));
+            }
+            AgentEvent::ToolExecutionStart { .. }
+            | AgentEvent::AwaitingToolExecution { .. }
+            | AgentEvent::StepStart { .. }
+            | AgentEvent::StepEnd { .. }
+            | AgentEvent::SessionEnd { .. }
+            | AgentEvent::Error { .. } => out.extend(self.held.drain(..).map(|(_, frame)| frame)),
+            AgentEvent::MessageEnd { message } if matches!(**message, Message::ToolResult(_)) => {
+                out.extend(self.held.drain(..).map(|(_, frame)| frame));
+            }
+            _ => {}
+        }
         let start = out.len();
         self.inner.encode(event, out);
         if let AgentEvent::AwaitingToolExecution { tool_calls, .. } = event {
@@ -586,6 +621,7 @@ impl Encoder for ChatStream {
     }
 
     fn finish(&mut self, out: &mut Vec<Frame>) {
+        out.extend(self.held.drain(..).map(|(_, frame)| frame));
         self.inner.finish(out);
     }
 }

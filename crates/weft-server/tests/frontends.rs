@@ -506,6 +506,9 @@ async fn an_approved_client_tool_is_handed_back_to_the_page() {
         chat(&server, json!({"id": "c", "messages": [ui_user("u1", "Weather?")], "tools": [tool]}))
             .await;
     assert!(parts.iter().any(|p| p["type"] == "tool-approval-request"), "{parts:?}");
+    // Its input streams, but is not handed over as available (useChat would run the tool).
+    assert!(parts.iter().any(|p| p["type"] == "tool-input-start"), "{parts:?}");
+    assert!(!parts.iter().any(|p| p["type"] == "tool-input-available"), "{parts:?}");
     assert_eq!(server.settled("c").await["status"], "awaiting_approval");
     let responded = json!({"id": "c", "messages": [ui_user("u1", "Weather?"),
         {"id": "a1", "role": "assistant", "parts": [{"type": "step-start"},
