@@ -123,6 +123,9 @@ const view = (page) =>
       session: app?.dataset.session,
       error: document.querySelector("#error")?.textContent ?? "",
       reconnects: window.__weft.reconnects,
+      errors: window.__weft.errors.length,
+      finishes: window.__weft.finishes.length,
+      finished: window.__weft.finishes.at(-1)?.ids,
       messages: [...document.querySelectorAll("#log .message")].map((m) => ({
         role: m.classList.contains("user") ? "user" : m.classList.contains("assistant") ? "assistant" : "system",
         id: m.dataset.id,
@@ -235,6 +238,8 @@ describe("useChat (React) in Chromium", { skip: Boolean(missing), concurrency: 2
       }
 
       const ended = (v) => v.status === "ready" || v.status === "error";
+      /** The page shows the end of its request number `n` (from 1): onFinish ran, React rendered it. */
+      const finished = (v, n) => v.finishes >= n && ended(v) && JSON.stringify(v.messages.map((m) => m.id)) === JSON.stringify(v.finished);
 
       test("text: the reply streams in, and the session holds the exchange", async (t) => {
         const { weft, page, posts, chat } = await open(t, "text.json");
@@ -476,7 +481,7 @@ describe("useChat (React) in Chromium", { skip: Boolean(missing), concurrency: 2
         let v = await ask(page, "Hi");
         assert.equal(lastAssistantText(v), "First answer.");
         await page.click("#regenerate");
-        v = await waitFor(page, (v) => v.status === "error" || (v.status === "ready" && posts.length === 2 && v.messages.length === 2 && lastAssistantText(v).length > 0));
+        v = await waitFor(page, (v) => finished(v, 2));
         assert.equal(v.error, "");
         assert.deepEqual(roles(v), ["user", "assistant"]);
         assert.equal(posts[1].trigger, "regenerate-message");
@@ -504,8 +509,8 @@ describe("useChat (React) in Chromium", { skip: Boolean(missing), concurrency: 2
         assert.ok(story.startsWith(partial) && partial.length > 0 && partial.length < story.length, partial);
         assert.equal((await weft.session(chat)).status, "running");
         await page.evaluate(() => void window.chat.resumeStream());
-        // (The page keeps its error state until the GET …/stream has answered.)
-        v = await waitFor(page, (v) => (v.reconnects > 0 && v.status === "error") || (v.status === "streaming" && lastAssistantText(v).length >= story.length));
+        // (The page shows its error state until the resumed stream writes: a new error is a failure.)
+        v = await waitFor(page, (v) => v.errors > 1 || (v.status === "streaming" && lastAssistantText(v).length >= story.length));
         assert.equal(v.error, "");
         assert.deepEqual(roles(v), ["user", "assistant"]);
         assert.equal(lastAssistantText(v), story, "the story once");

@@ -15,7 +15,8 @@
 //
 // What the tests read: #app's data-status / data-session / data-error, the messages in #log
 // (`.message.<role>[data-id]`, each part `.part.<kind>`, tool parts with data-state /
-// data-call / data-name), and window.__weft (errors, data parts, reconnects).
+// data-call / data-name), and window.__weft (onError's messages, onData's parts, onFinish's
+// message ids, settled reconnects).
 import { Chat, useChat } from "@ai-sdk/react";
 import {
   DefaultChatTransport,
@@ -36,7 +37,7 @@ const storageKey = `weft-chat:${chatId}`;
 const initialMessages = flag("persist") ? JSON.parse(sessionStorage.getItem(storageKey) ?? "[]") : [];
 
 /** What the tests observe besides the DOM. */
-const observed = (window.__weft = { errors: [], data: [], reconnects: 0 });
+const observed = (window.__weft = { errors: [], data: [], finishes: [], reconnects: 0 });
 
 const transport = new DefaultChatTransport({
   api,
@@ -80,6 +81,10 @@ const options = {
   },
   onError(error) {
     observed.errors.push(error.message);
+  },
+  // Each request's end, with the messages as it left them (a test waits for the page to show them).
+  onFinish({ messages, isAbort, isDisconnect, isError }) {
+    observed.finishes.push({ ids: messages.map((m) => m.id), isAbort, isDisconnect, isError });
   },
 };
 if (chatId) options.id = chatId;
