@@ -42,6 +42,7 @@ const todo = {
   transient: "data-state is sent without transient: true ({type: data-state, id: state, data: {...}}), so every assistant message keeps a data-state part",
   approvalLoop: "after an approved client-side call the server streams only start + finish {finishReason: tool-calls} (no tool-input-available), so the part stays approval-responded and sendAutomaticallyWhen posts again and again",
   stop: "POST /api/chat/{id}/stop is a 404 (no such endpoint): the run goes on, and the next message is a 409 session_running",
+  interrupt: "a new message while the run goes on is a 409 session_running (the page shows the JSON body as its error)",
   lastOnly: "{ id, message } (no messages) is a 400: missing field `messages`",
   newChatResume: "GET /api/chat/{id}/stream of a chat that does not exist yet is a 404 session_not_found, not a 204: useChat starts in its error state",
   edit: "messageId of the edited user message is ignored: the request re-attaches to the last run (start messageId = the old run, its text again) and the session keeps Hi / First answer.",
@@ -388,6 +389,26 @@ describe("useChat (React) in Chromium", { skip: Boolean(missing), concurrency: 2
         assert.equal(v.error, "");
         assert.deepEqual(roles(v), ["user", "assistant", "user", "assistant"]);
         assert.equal(shownText(v.messages[3]), "Here is another answer.");
+        const session = await weft.session(chat);
+        assert.equal(session.status, "completed");
+        assert.deepEqual(session.messages.map((m) => m.role), ["user", "assistant", "user", "assistant"]);
+        assert.ok(story.startsWith(storedText(session.messages[1])));
+        assert.equal(storedText(session.messages[3]), "Here is another answer.");
+      });
+
+      test("stop() alone leaves the run going; a new message interrupts it and gets its answer", { todo: todo.interrupt }, async (t) => {
+        const { weft, page, posts, chat } = await open(t, "story-stall.json", { stopEndpoint: "0" });
+        await send(page, "Tell me a story");
+        await waitFor(page, (v) => v.status === "streaming" && lastAssistantText(v).length > 0);
+        await page.click("#stop");
+        let v = await waitFor(page, (v) => v.status === "ready");
+        // The AI SDK's stop() only closes the connection: to Weft that is a disconnect.
+        assert.equal((await weft.session(chat)).status, "running");
+        v = await ask(page, "Another one");
+        assert.equal(v.error, "");
+        assert.deepEqual(roles(v), ["user", "assistant", "user", "assistant"]);
+        assert.equal(shownText(v.messages[3]), "Here is another answer.");
+        assert.equal(posts.length, 2);
         const session = await weft.session(chat);
         assert.equal(session.status, "completed");
         assert.deepEqual(session.messages.map((m) => m.role), ["user", "assistant", "user", "assistant"]);

@@ -12,6 +12,7 @@
 //   persist=1         the messages live in sessionStorage (restored on load, as an app would)
 //   lastOnly=1        the docs' "send only the last message" prepareSendMessagesRequest
 //   chatObject=1      useChat({ chat: new Chat({ transport, … }) }) instead of useChat({ transport, … })
+//   stopEndpoint=0    the Stop button only calls useChat's stop() (no POST /api/chat/{id}/stop)
 //
 // What the tests read: #app's data-status / data-session / data-error, the messages in #log
 // (`.message.<role>[data-id]`, each part `.part.<kind>`, tool parts with data-state /
@@ -134,7 +135,7 @@ function App() {
 
   /** Stop: Weft ends the run, then the page stops reading (the AI SDK's resumable-stream docs). */
   function stopRun() {
-    void fetch(`${api}/${encodeURIComponent(id)}/stop`, { method: "POST" }).catch(() => {});
+    if (params.get("stopEndpoint") !== "0") void fetch(`${api}/${encodeURIComponent(id)}/stop`, { method: "POST" }).catch(() => {});
     void stop();
   }
 
