@@ -41,6 +41,7 @@ if (missing) {
 const todo = {
   transient: "data-state is sent without transient: true ({type: data-state, id: state, data: {...}}), so every assistant message keeps a data-state part",
   approvalLoop: "after an approved client-side call the server streams only start + finish {finishReason: tool-calls} (no tool-input-available), so the part stays approval-responded and sendAutomaticallyWhen posts again and again",
+  approvalFirst: "tool-input-available comes before tool-approval-request, so onToolCall runs the call before the user approves (its output is then overwritten by approval-requested)",
   stop: "POST /api/chat/{id}/stop is a 404 (no such endpoint): the run goes on, and the next message is a 409 session_running",
   interrupt: "a new message while the run goes on is a 409 session_running (the page shows the JSON body as its error)",
   lastOnly: "{ id, message } (no messages) is a 400: missing field `messages`",
@@ -348,6 +349,24 @@ describe("useChat (React) in Chromium", { skip: Boolean(missing), concurrency: 2
         const denial = session.messages.find((m) => m.role === "toolResult");
         assert.equal(denial.isError, true);
         assert.match(storedText(denial), /Not now, thanks\./);
+      });
+
+      test("a client tool needing approval that onToolCall runs: it runs only once approved", { todo: todo.approvalFirst }, async (t) => {
+        const body = { tools: [{ name: "set_theme", description: "Switches the theme", parameters: { type: "object", properties: { theme: { type: "string" } } }, requiresApproval: true }] };
+        const { weft, page, posts, chat } = await open(t, "approval.json", { body, run: "set_theme", outputs: { set_theme: "The theme is dark." } });
+        await send(page, "Dark mode please");
+        let v = await waitFor(page, (v) => finished(v, 1));
+        assert.deepEqual(tools(v).map((p) => p.state), ["approval-requested"]);
+        assert.deepEqual(await page.evaluate(() => window.__weft.toolCalls), [], "onToolCall waits for the approval");
+        await page.click(".part.tool .approve");
+        v = await waitFor(page, (v) => posts.length > 3 || v.status === "error" || (v.status === "ready" && lastAssistantText(v).endsWith("Done after the theme call.")));
+        assert.equal(v.error, "");
+        assert.deepEqual(await page.evaluate(() => window.__weft.toolCalls), [{ toolName: "set_theme", toolCallId: "call_theme_1" }]);
+        assert.deepEqual(tools(v).map((p) => [p.state, p.output]), [["output-available", "The theme is dark."]]);
+        assert.equal(posts.length, 3, "the question, the approval, the output");
+        const session = await weft.session(chat);
+        assert.equal(session.status, "completed");
+        assert.equal(storedText(session.messages.find((m) => m.role === "toolResult")), "The theme is dark.");
       });
 
       test("a client tool needing approval, run only later: no request loop in between", { todo: todo.approvalLoop }, async (t) => {

@@ -17,7 +17,7 @@
 // What the tests read: #app's data-status / data-session / data-error, the messages in #log
 // (`.message.<role>[data-id]`, each part `.part.<kind>`, tool parts with data-state /
 // data-call / data-name), and window.__weft (onError's messages, onData's parts, onFinish's
-// message ids, settled reconnects).
+// message ids, onToolCall's calls, settled reconnects).
 import { Chat, useChat } from "@ai-sdk/react";
 import {
   DefaultChatTransport,
@@ -38,7 +38,7 @@ const storageKey = `weft-chat:${chatId}`;
 const initialMessages = flag("persist") ? JSON.parse(sessionStorage.getItem(storageKey) ?? "[]") : [];
 
 /** What the tests observe besides the DOM. */
-const observed = (window.__weft = { errors: [], data: [], finishes: [], reconnects: 0 });
+const observed = (window.__weft = { errors: [], data: [], finishes: [], toolCalls: [], reconnects: 0 });
 
 const transport = new DefaultChatTransport({
   api,
@@ -73,6 +73,7 @@ const options = {
   sendAutomaticallyWhen: (arg) =>
     lastAssistantMessageIsCompleteWithToolCalls(arg) || lastAssistantMessageIsCompleteWithApprovalResponses(arg),
   onToolCall({ toolCall }) {
+    observed.toolCalls.push({ toolName: toolCall.toolName, toolCallId: toolCall.toolCallId });
     if (toolCall.dynamic || !runAtOnce.has(toolCall.toolName)) return;
     // Not awaited (the AI SDK docs: awaiting addToolOutput in onToolCall can deadlock).
     void helpers.addToolOutput({ tool: toolCall.toolName, toolCallId: toolCall.toolCallId, output: outputs[toolCall.toolName] });
