@@ -48,6 +48,8 @@ const todo = {
   newChatResume: "GET /api/chat/{id}/stream of a chat that does not exist yet is a 404 session_not_found, not a 204: useChat starts in its error state",
   edit: "messageId of the edited user message is ignored: the request re-attaches to the last run (start messageId = the old run, its text again) and the session keeps Hi / First answer.",
   regenerate: "trigger regenerate-message is a 400 unsupported_trigger",
+  // (Edits and regenerations are read from the chat's current branch: GET …/session/{id}, then
+  // its `branchId` while it names another session.)
 };
 
 const story = "Once upon a time a quick brown fox jumped over a lazy dog, and then it waited for the end of the story.";
@@ -159,6 +161,15 @@ const shownText = (m) => m.parts.filter((p) => p.kind === "text").map((p) => p.t
 const tools = (v) => v.messages.flatMap((m) => m.parts.filter((p) => p.kind === "tool"));
 /** The text of a stored Weft message. */
 const storedText = (m) => (m.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("");
+/**
+ * What the server holds for chat `id`: its session or, once edits and regenerations have forked
+ * it, the branch it points at (`branchId`, followed).
+ */
+async function chatSession(weft, id) {
+  let session = await weft.session(id);
+  for (let hops = 0; session.branchId && session.branchId !== session.id && hops < 10; hops++) session = await weft.session(session.branchId);
+  return session;
+}
 const lastAssistantText = (v) => {
   const last = assistants(v).at(-1);
   return last ? shownText(last) : "";
@@ -508,18 +519,30 @@ describe("useChat (React) in Chromium", { skip: Boolean(missing), concurrency: 2
         assert.equal(posts[1].trigger, "submit-message");
         assert.equal(posts[1].messageId, userId);
         assert.equal(posts[1].messages.length, 1);
-        const session = await weft.session(chat);
+        const session = await chatSession(weft, chat);
         assert.equal(session.status, "completed");
         assert.deepEqual(session.messages.map((m) => [m.role, storedText(m)]), [
           ["user", "Hello instead"],
           ["assistant", answer],
         ], "the chat id points at the edited branch");
+        // The next message goes on from there.
+        v = await ask(page, "And again?");
+        assert.equal(v.error, "");
+        assert.deepEqual(roles(v), ["user", "assistant", "user", "assistant"]);
+        const next = await chatSession(weft, chat);
+        assert.deepEqual(next.messages.map((m) => [m.role, storedText(m)]), [
+          ["user", "Hello instead"],
+          ["assistant", answer],
+          ["user", "And again?"],
+          ["assistant", lastAssistantText(v)],
+        ]);
       });
 
       test("regenerate(): a new answer replaces the last one", { todo: todo.regenerate }, async (t) => {
         const { weft, page, posts, chat } = await open(t, "two-answers.json");
         let v = await ask(page, "Hi");
         assert.equal(lastAssistantText(v), "First answer.");
+        const clicked = Date.now();
         await page.click("#regenerate");
         v = await waitFor(page, (v) => finished(v, 2));
         assert.equal(v.error, "");
@@ -527,12 +550,14 @@ describe("useChat (React) in Chromium", { skip: Boolean(missing), concurrency: 2
         assert.equal(posts[1].trigger, "regenerate-message");
         assert.deepEqual(posts[1].messages.map((m) => m.role), ["user"]);
         const answer = lastAssistantText(v);
-        const session = await weft.session(chat);
+        const session = await chatSession(weft, chat);
         assert.equal(session.status, "completed");
         assert.deepEqual(session.messages.map((m) => [m.role, storedText(m)]), [
           ["user", "Hi"],
           ["assistant", answer],
         ], "the chat id points at the regenerated branch");
+        // (The faux model may well say the same again: the stored answer must be the new one.)
+        assert.ok(session.messages[1].timestamp >= clicked, "the stored answer is the regenerated one");
       });
 
       // @ai-sdk/react 3.0.327 (AI SDK 6) drops the transport's `resumeStreamIsReplay` in
