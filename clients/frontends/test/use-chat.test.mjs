@@ -6,7 +6,8 @@
 //
 // Every scenario asserts the behaviour a `useChat` app needs. One that the server does not give
 // yet is marked `todo` (the reason says what the server does wrong), so the suite stays green
-// while it runs; see /work/notes/aisdk-findings.md for the client contract behind each check.
+// while it runs. test/use-chat/ai-sdk-contract.md says, from the AI SDK's source, what the client
+// does that each check relies on.
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, request as forward } from "node:http";
@@ -562,7 +563,7 @@ describe("useChat (React) in Chromium", { skip: Boolean(missing), concurrency: 2
 
       // @ai-sdk/react 3.0.327 (AI SDK 6) drops the transport's `resumeStreamIsReplay` in
       // useChat({ transport }), so a replayed resume doubles the text in the page whatever the
-      // server sends (see the findings, b); AI SDK 6 pages build their Chat themselves.
+      // server sends (test/use-chat/ai-sdk-contract.md, b); AI SDK 6 pages build their Chat themselves.
       test(`a network cut inside the page, then resumeStream(): the message is whole, once${major === "6" ? " (useChat({ chat: new Chat(…) }))" : ""}`, async (t) => {
         const query = major === "6" ? { chatObject: "1" } : {};
         const { weft, page, chat, proxy } = await open(t, "story-stall.json", query, { proxy: true });
