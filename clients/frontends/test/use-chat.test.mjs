@@ -39,19 +39,7 @@ if (missing) {
  * The scenarios the server does not pass yet, each with what it sends wrong (the test runs, its
  * failure is reported as a TODO). Delete an entry once the server does it.
  */
-const todo = {
-  transient: "data-state is sent without transient: true ({type: data-state, id: state, data: {...}}), so every assistant message keeps a data-state part",
-  approvalLoop: "after an approved client-side call the server streams only start + finish {finishReason: tool-calls} (no tool-input-available), so the part stays approval-responded and sendAutomaticallyWhen posts again and again",
-  approvalFirst: "tool-input-available comes before tool-approval-request, so onToolCall runs the call before the user approves (its output is then overwritten by approval-requested)",
-  stop: "POST /api/chat/{id}/stop is a 404 (no such endpoint): the run goes on, and the next message is a 409 session_running",
-  interrupt: "a new message while the run goes on is a 409 session_running (the page shows the JSON body as its error)",
-  lastOnly: "{ id, message } (no messages) is a 400: missing field `messages`",
-  newChatResume: "GET /api/chat/{id}/stream of a chat that does not exist yet is a 404 session_not_found, not a 204: useChat starts in its error state",
-  edit: "messageId of the edited user message is ignored: the request re-attaches to the last run (start messageId = the old run, its text again) and the session keeps Hi / First answer.",
-  regenerate: "trigger regenerate-message is a 400 unsupported_trigger",
-  // (Edits and regenerations are read from the chat's current branch: GET …/session/{id}, then
-  // its `branchId` while it names another session.)
-};
+const todo = {};
 
 const story = "Once upon a time a quick brown fox jumped over a lazy dog, and then it waited for the end of the story.";
 
