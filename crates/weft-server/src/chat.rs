@@ -462,6 +462,125 @@ async fn chat(
     Ok(frontends::sse(state, streamed, Box::new(encoder), Some(HEADER)))
 }
 
+/// The chat's conversation as AI SDK `UIMessage`s (its current branch), so a page can restore
+/// `useChat({ messages })` on load. A run is one assistant message: a `step-start` per model
+/// call, then its reasoning, text and tool parts, each tool part in the state the session has it
+/// (`output-available`, `output-error`, `input-available` for a call the client must run,
+/// `approval-requested`). The message of the run under way has the run's id, as its stream's
+/// `start` says, so resuming replaces it instead of adding a second.
+#[utoipa::path(
+    get,
+    path = "/api/chat/{id}",
+    tag = "front ends",
+    params(("id" = String, Path, description = "The chat (session) id", pattern = "^[A-Za-z0-9_.:-]{1,128}$")),
+    responses(
+        (status = 200, description = "`{id, branchId, status, messages}`: `messages` are AI SDK UI messages", body = Object),
+        (status = 400, description = "Invalid chat id", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such chat for this caller", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn get(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<Value>, ApiError> {
+    let Some(chat) = frontends::chat(&state, &caller, &id).await? else {
+        return Err(ApiError::session_not_found(&id));
+    };
+    let session = chat.handle.snapshot();
+    let messages = ui_messages(&session, &chat.current);
+    Ok(axum::Json(json!({
+        "id": id,
+        "branchId": chat.current,
+        "status": session.status,
+        "messages": messages,
+    })))
+}
+
+/// `session`'s messages as UI messages (`chat`: the id its generated message ids start with).
+fn ui_messages(session: &weft_core::Session, chat: &str) -> Vec<Value> {
+    let approvals: HashSet<String> =
+        session.pending_approvals().into_iter().map(|c| c.id).collect();
+    let pending: HashSet<String> = session.pending_tool_calls().into_iter().map(|c| c.id).collect();
+    let results: std::collections::HashMap<&str, &ToolResultMessage> = session
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(r) => Some((r.tool_call_id.as_str(), r)),
+            _ => None,
+        })
+        .collect();
+    let mut out: Vec<Value> = Vec::new();
+    let mut parts: Vec<Value> = Vec::new();
+    let mut first = 0;
+    let flush = |out: &mut Vec<Value>, parts: &mut Vec<Value>, first: usize, last: bool| {
+        if parts.is_empty() {
+            return;
+        }
+        let id = match (&session.run, last) {
+            (Some(run), true) => run.run_id.clone(),
+            _ => format!("{chat}-m{first}"),
+        };
+        out.push(json!({"id": id, "role": "assistant", "parts": std::mem::take(parts)}));
+    };
+    for (i, message) in session.messages.iter().enumerate() {
+        match message {
+            Message::User(user) => {
+                flush(&mut out, &mut parts, first, false);
+                let id = user.id.as_deref().map_or_else(|| format!("{chat}-m{i}"), str::to_string);
+                out.push(json!({"id": id, "role": "user",
+                    "parts": [{"type": "text", "text": user.text_content()}]}));
+            }
+            Message::Assistant(assistant) => {
+                if parts.is_empty() {
+                    first = i;
+                }
+                parts.push(json!({"type": "step-start"}));
+                for block in &assistant.content {
+                    match block {
+                        AssistantContent::Text(t) if !t.text.is_empty() => {
+                            parts.push(json!({"type": "text", "text": t.text, "state": "done"}));
+                        }
+                        AssistantContent::Thinking(t) if !t.thinking.is_empty() => parts.push(
+                            json!({"type": "reasoning", "text": t.thinking, "state": "done"}),
+                        ),
+                        AssistantContent::ToolCall(call) => {
+                            let mut part = json!({"type": format!("tool-{}", call.name),
+                                "toolCallId": call.id, "input": call.arguments});
+                            if let Some(result) = results.get(call.id.as_str()) {
+                                let text = result.text_content();
+                                if result.is_error {
+                                    part["state"] = "output-error".into();
+                                    part["errorText"] = text.into();
+                                } else {
+                                    part["state"] = "output-available".into();
+                                    part["output"] = text.into();
+                                }
+                            } else if approvals.contains(&call.id) {
+                                part["state"] = "approval-requested".into();
+                                part["approval"] = json!({"id": call.id});
+                            } else if pending.contains(&call.id) {
+                                part["state"] = "input-available".into();
+                            } else {
+                                part["state"] = "output-error".into();
+                                part["errorText"] = "The call was not run.".into();
+                            }
+                            parts.push(part);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Message::ToolResult(_) => {}
+        }
+    }
+    flush(&mut out, &mut parts, first, true);
+    out
+}
+
 /// Stop the chat's run (what `useChat`'s `stop()` should also call).
 #[utoipa::path(
     post,

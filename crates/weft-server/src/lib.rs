@@ -232,6 +232,7 @@ impl Server {
             .route("/api/ag-ui", post(agui::run))
             .route("/api/ag-ui/{thread_id}/stop", post(agui::stop))
             .route("/api/chat", post(chat::post))
+            .route("/api/chat/{id}", get(chat::get))
             .route("/api/chat/{id}/stream", get(chat::resume))
             .route("/api/chat/{id}/stop", post(chat::stop));
         // The metrics show every owner's use: behind the keys, unless made public.

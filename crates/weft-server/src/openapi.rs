@@ -37,6 +37,7 @@ impl Modify for BearerAuth {
         crate::agui::run,
         crate::agui::stop,
         crate::chat::post,
+        crate::chat::get,
         crate::chat::resume,
         crate::chat::stop,
         crate::routes::healthz,

@@ -530,3 +530,48 @@ async fn an_approved_client_tool_is_handed_back_to_the_page() {
     assert_eq!(parts, [Value::String("[DONE]".into())]);
     assert_eq!(server.settled("c").await["status"], "awaiting_tool_execution");
 }
+
+/// `GET /api/chat/{id}`: the conversation as UI messages a page restores on load.
+#[tokio::test]
+async fn a_chat_is_read_back_as_ui_messages() {
+    let server = start(weather_script()).await;
+    chat(
+        &server,
+        json!({"id": "c", "messages": [ui_user("u1", "Weather?")], "tools": [remote_weather_tool()]}),
+    )
+    .await;
+    let read: Value = server.get("/api/chat/c", None).send().await.unwrap().json().await.unwrap();
+    assert_eq!(read["status"], "awaiting_tool_execution");
+    let messages = read["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "{read}");
+    assert_eq!(
+        messages[0],
+        json!({"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Weather?"}]})
+    );
+    // The run waiting for the client: its message has the run's id (what its stream's start
+    // said), the call is the client's to run.
+    let session = server.session("c").await;
+    assert_eq!(messages[1]["id"], session["runId"]);
+    assert_eq!(
+        messages[1]["parts"],
+        json!([{"type": "step-start"},
+               {"type": "text", "text": "Let me look that up.", "state": "done"},
+               {"type": "tool-get_weather", "toolCallId": "call-1", "input": {"city": "Paris"},
+                "state": "input-available"}])
+    );
+    // The client's output goes round; the whole run reads back as one message.
+    let mut answered = messages[1].clone();
+    answered["parts"][2]["state"] = json!("output-available");
+    answered["parts"][2]["output"] = json!("Sunny, 24°C");
+    chat(&server, json!({"id": "c", "messages": [messages[0], answered]})).await;
+    assert_eq!(server.settled("c").await["status"], "completed");
+    let read: Value = server.get("/api/chat/c", None).send().await.unwrap().json().await.unwrap();
+    let messages = read["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "{read}");
+    let parts = &messages[1]["parts"];
+    assert_eq!(parts[2]["state"], "output-available");
+    assert_eq!(parts[2]["output"], "Sunny, 24°C");
+    assert_eq!(parts[3], json!({"type": "step-start"}));
+    assert_eq!(parts[4]["text"], "It is sunny in Paris.");
+    assert_eq!(server.get("/api/chat/nope", None).send().await.unwrap().status(), 404);
+}
