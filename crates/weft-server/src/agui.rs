@@ -36,7 +36,7 @@ use weft_core::{
     AgentEvent, ApprovalDecision, AssistantContent, AssistantMessage, Input, Message, StopReason,
     TextContent, ToolCall, ToolResultMessage, ToolSpec, UserContent, UserMessage, now_ms,
 };
-use weft_protocol::agui::AgUiEncoder;
+use weft_protocol::agui::{AgUiEncoder, AgUiVersion};
 use weft_protocol::{Encoder, Frame};
 
 use crate::AppState;
@@ -51,6 +51,10 @@ use crate::frontends::{self, Conversation, Plan, arguments, user_count};
 pub(crate) struct RunAgentInput {
     /// The conversation: Weft's session id.
     pub(crate) thread_id: String,
+    /// The AG-UI version the client speaks (1.0 clients send it, 0.0.x ones do not): what the
+    /// events may carry.
+    #[serde(default)]
+    pub(crate) protocol_version: Option<String>,
     /// The state the run starts from.
     #[serde(default)]
     pub(crate) state: Option<Value>,
@@ -427,7 +431,9 @@ pub(crate) async fn run(
     )
     .await?;
     let encoder = AgUiStream {
-        inner: AgUiEncoder::new().client_answered(answered),
+        inner: AgUiEncoder::new()
+            .client_answered(answered)
+            .version(AgUiVersion::from_protocol_version(input.protocol_version.as_deref())),
         state: client_state,
         session_id: String::new(),
     };
