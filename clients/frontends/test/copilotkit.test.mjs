@@ -198,6 +198,36 @@ describe("CopilotKit 1.x in Chromium", { skip: Boolean(missing) }, () => {
     });
   }
 
+  for (const [choice, approved] of [
+    ["resolve", true],
+    ["cancel", false],
+  ]) {
+    test(`useInterrupt: a server tool that needs approval, ${choice === "resolve" ? "allowed" : "cancelled"}`, async (t) => {
+      const config = '[tools.echo]\napproval = "always"\n';
+      const weft = await startWeft("echo-approval.json", { corsOrigins: site.origin, config });
+      t.after(() => weft.stop());
+      const thread = `ck-interrupt-${choice}`;
+      const { page, requests } = await open(t, weft, thread);
+      await send(page, "Echo hello there");
+      const card = page.locator(".interrupt");
+      await card.locator(`.${choice}`).waitFor({ timeout: 20_000 });
+      assert.equal(await card.locator(".question").innerText(), "Approve the call to echo?");
+      assert.equal((await weft.session(thread)).status, "awaiting_approval");
+      await card.locator(`.${choice}`).click();
+      await answered(page, "The echo is done.");
+      assert.equal(await card.count(), 0, "the interrupt is gone");
+      // CopilotKit resumes with `resume` (and a tool message of its own for the call).
+      assert.equal(requests.length, 2);
+      assert.deepEqual(requests[1].resume.map((r) => [r.interruptId, r.status]), [["call_echo_1", choice === "resolve" ? "resolved" : "cancelled"]]);
+      const session = await weft.session(thread);
+      assert.equal(session.status, "completed");
+      const result = session.messages.find((m) => m.role === "toolResult");
+      assert.equal(result.toolCallId, "call_echo_1");
+      assert.equal(result.isError, !approved);
+      if (approved) assert.equal(result.content[0].text, "hello there");
+    });
+  }
+
   test("stop with forwardedProps.weft.onDisconnect: the run is aborted on the server", async (t) => {
     const weft = await startWeft("slow.json", { corsOrigins: site.origin });
     t.after(() => weft.stop());

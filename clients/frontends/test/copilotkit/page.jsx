@@ -10,6 +10,7 @@ import {
   HttpAgent,
   useFrontendTool,
   useHumanInTheLoop,
+  useInterrupt,
 } from "@copilotkit/react-core/v2";
 import "@copilotkit/react-core/v2/styles.css";
 import { z } from "zod";
@@ -57,6 +58,20 @@ function Tools() {
           </>
         )}
         {result !== undefined && <span className="answer">{typeof result === "string" ? result : JSON.stringify(result)}</span>}
+      </div>
+    ),
+  });
+  // Weft's approvals (a server tool configured `approval = "always"`) are AG-UI interrupts.
+  useInterrupt({
+    render: ({ interrupt, resolve, cancel }) => (
+      <div className="interrupt">
+        <span className="question">{interrupt?.message}</span>
+        <button className="resolve" onClick={() => resolve({ approved: true })}>
+          Allow
+        </button>
+        <button className="cancel" onClick={() => cancel()}>
+          Cancel
+        </button>
       </div>
     ),
   });
