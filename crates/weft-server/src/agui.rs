@@ -37,7 +37,7 @@ use weft_core::{
     SessionStatus, StopReason, TextContent, ToolCall, ToolResultMessage, ToolSpec, UserContent,
     UserMessage, now_ms,
 };
-use weft_protocol::agui::AgUiEncoder;
+use weft_protocol::agui::{AgUiEncoder, AgUiVersion};
 use weft_protocol::{Encoder, Frame};
 
 use crate::AppState;
@@ -55,6 +55,10 @@ pub(crate) struct RunAgentInput {
     /// The client's id of this run.
     #[serde(default)]
     pub(crate) run_id: Option<String>,
+    /// The AG-UI version the client speaks (1.0 clients send it, 0.0.x ones do not): what the
+    /// events may carry.
+    #[serde(default)]
+    pub(crate) protocol_version: Option<String>,
     /// The state the run starts from.
     #[serde(default)]
     pub(crate) state: Option<Value>,
@@ -489,7 +493,9 @@ async fn agent_run(
     )
     .await?;
     let encoder = AgUiStream {
-        inner: AgUiEncoder::new().client_answered(answered),
+        inner: AgUiEncoder::new()
+            .client_answered(answered)
+            .version(AgUiVersion::from_protocol_version(input.protocol_version.as_deref())),
         state: client_state,
         session_id: String::new(),
     };
