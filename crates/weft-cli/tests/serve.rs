@@ -315,3 +315,69 @@ fn connection_limits_from_weft_toml_hold_against_slow_idle_and_flooding_clients(
     Command::new("kill").args(["-TERM", &child.0.id().to_string()]).status().unwrap();
     assert_eq!(child.0.wait().unwrap().code(), Some(0));
 }
+
+/// `kill -9` of the server while a `useChat` run streams, then a reload's resume after the
+/// restart: the stream is the recovered run as one assistant message from its `start`, with
+/// the whole answer once and no error between the dead run and its recovery (the page would stop
+/// at the error and never show the answer the server completed).
+#[test]
+fn a_chat_resumed_after_a_killed_server_streams_the_recovered_run_alone() {
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("slow.json");
+    let slow = "one two three four five six seven eight nine ten eleven twelve";
+    let turns = serde_json::json!({"turns": [{"text": slow, "chunkSize": 4, "delayMs": 150}]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let (mut server, addr) = start_serve(home.path(), &script);
+    let body = r#"{"id":"chat-1","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"Count"}]}]}"#;
+    let mut stream = TcpStream::connect(&addr).unwrap();
+    let request = format!(
+        "POST /api/chat HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    let mut first = String::new();
+    while !line.contains("text-delta") {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "no text came: {first}");
+        first.push_str(&line);
+    }
+    let dead_run = first
+        .split(r#""messageId":""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_string();
+    server.kill().unwrap(); // SIGKILL
+    server.wait().unwrap();
+
+    let (mut server, addr) = start_serve(home.path(), &script);
+    let resumed =
+        http(&addr, "GET /api/chat/chat-1/stream HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert!(resumed.starts_with("HTTP/1.1 200"), "{resumed}");
+    let parts: Vec<serde_json::Value> = resumed
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|data| serde_json::from_str(data).ok())
+        .collect();
+    assert!(!parts.iter().any(|p| p["type"] == "error"), "an error part: {resumed}");
+    let starts: Vec<&serde_json::Value> = parts.iter().filter(|p| p["type"] == "start").collect();
+    assert_eq!(starts.len(), 1, "one message: {resumed}");
+    assert_ne!(starts[0]["messageId"], dead_run.as_str(), "the recovered run's own message");
+    let text: String = parts
+        .iter()
+        .filter(|p| p["type"] == "text-delta")
+        .map(|p| p["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, slow, "the whole answer, once: {resumed}");
+    assert_eq!(parts.last().unwrap()["type"], "finish", "{resumed}");
+    let view = http(
+        &addr,
+        "GET /api/agent/session/chat-1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert!(view.contains(r#""status":"completed""#), "{view}");
+    Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    assert_eq!(server.wait().unwrap().code(), Some(0));
+}

@@ -410,7 +410,11 @@ pub(crate) async fn attach(
     let stored = session.id();
     tracing::Span::current().record("session_id", stored.as_str());
     let running = session.status() == SessionStatus::Running;
-    let recorded = head.as_ref().and_then(|h| weft_agent::run_after_seq(&h.options));
+    // Where the live or last run starts, as the session holds it now: loading it may have
+    // recovered a dead run (this process took over its identity), which starts after the dead
+    // run's events; the head read before the load still names the dead run.
+    let recorded = weft_agent::run_after_seq(&session.snapshot().options)
+        .or_else(|| head.as_ref().and_then(|h| weft_agent::run_after_seq(&h.options)));
     let from = run_start(state, &stored, seen, running, recorded).await?;
     Ok(Feed {
         records: Box::pin(session.subscribe(from)),

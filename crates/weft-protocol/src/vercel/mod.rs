@@ -64,7 +64,9 @@
 //! stopped by its turn limit). A model call that failed after starting tool calls leaves them
 //! unrun: each gets a `tool-output-error`, so no tool part is left waiting forever. If the
 //! stream ends without `session_end`, [`Encoder::finish`] closes the message with `error` and
-//! `finish` before `[DONE]`.
+//! `finish` before `[DONE]`. A `session_start` while a run is open (its process died, and the
+//! new run recovers it) continues the same message: the open parts and step are closed, and the
+//! recovery's steps follow with no `error`, `finish` or second `start` between them.
 //!
 //! ## Choices where the formats differ
 //!
@@ -122,10 +124,17 @@ impl VercelEncoder {
 impl Encoder for VercelEncoder {
     fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
         if let AgentEvent::SessionStart { run_id, .. } = event {
-            if let Some(run) = self.run.take() {
-                run.fail_incomplete(out);
+            let mut next = RunState::new(run_id, self.message_id.take());
+            if let Some(mut dead) = self.run.take() {
+                // A run starts while one is open: the open one's process died and this run
+                // recovers it (a run's end is always in the log otherwise). The message goes on:
+                // what was open is closed, and the recovery's steps follow in the same message,
+                // with no error or finish between them.
+                dead.write_start(false, out);
+                dead.close_step(out);
+                next.start = None;
             }
-            self.run = Some(RunState::new(run_id, self.message_id.take()));
+            self.run = Some(next);
             return;
         }
         // A stream taken up mid-run (no `session_start`) still gets a well-formed message.

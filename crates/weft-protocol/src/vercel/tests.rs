@@ -497,6 +497,39 @@ fn a_stream_cut_inside_a_run_is_closed_by_finish() {
     assert_eq!(frames[0].data, r#"{"type":"start"}"#);
 }
 
+/// A run whose process died, then its recovery, in one stream (a watcher on another replica):
+/// one message, the dead run's open parts closed, no error or finish between the two runs.
+#[test]
+fn a_recovered_run_continues_the_dead_runs_message() {
+    let mut events = Script::new("s1", "r1", 0).user("hi").events;
+    events.push(AgentEvent::MessageStart { role: weft_core::Role::Assistant });
+    events.push(AgentEvent::TextStart { index: 0 });
+    events.push(AgentEvent::TextDelta { index: 0, delta: "Hal".into() });
+    events.extend(
+        Script::new("s1", "r2", 0)
+            .model(&[Block::Text("Hallo!")], StopReason::Stop)
+            .step_end()
+            .end(SessionStatus::Completed),
+    );
+    let frames = encode(&events);
+    check(&frames, &[]);
+    let parts = parts(&frames);
+    let kinds: Vec<&str> = parts.iter().map(|p| p["type"].as_str().unwrap_or("")).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "start").count(), 1, "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == "finish").count(), 1, "{kinds:?}");
+    assert!(!kinds.contains(&"error"), "{kinds:?}");
+    assert_eq!(parts[0], json!({"type": "start", "messageId": "r1"}));
+    let dead_end = kinds.iter().position(|k| *k == "text-end").unwrap();
+    assert_eq!(kinds[dead_end + 1], "finish-step", "the dead run's step is closed: {kinds:?}");
+    assert_eq!(kinds[dead_end + 2], "start-step", "the recovery's step follows: {kinds:?}");
+    let text: String = parts
+        .iter()
+        .filter(|p| p["type"] == "text-delta")
+        .map(|p| p["delta"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(text, "HalHallo!");
+}
+
 #[test]
 fn state_and_progress_events_become_data_parts() {
     let events = Script::new("s1", "r1", 0)
