@@ -157,6 +157,9 @@ pub struct Settings {
     pub ws_send_queue: usize,
     /// How long a WebSocket may take no data before it is closed (zero: no limit).
     pub ws_send_timeout: Duration,
+    /// The model registry (`GET /api/agent/models` lists its models of each provider); the
+    /// built-in one by default, with a `--models` file's additions when the CLI was given one.
+    pub models: std::sync::Arc<weft_llm::models::ModelRegistry>,
 }
 
 impl std::fmt::Debug for Settings {
@@ -206,6 +209,7 @@ impl Settings {
             ws_streams_per_key: DEFAULT_WS_STREAMS_PER_KEY,
             ws_send_queue: DEFAULT_WS_SEND_QUEUE,
             ws_send_timeout: DEFAULT_WS_SEND_TIMEOUT,
+            models: weft_llm::models::ModelRegistry::builtin(),
         }
     }
 }

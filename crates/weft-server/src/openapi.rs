@@ -32,6 +32,7 @@ impl Modify for BearerAuth {
         crate::routes::abort,
         crate::routes::list_sessions,
         crate::routes::delete_session,
+        crate::models::list,
         crate::ws::upgrade,
         crate::agui::run,
         crate::chat::post,
@@ -44,7 +45,8 @@ impl Modify for BearerAuth {
     components(schemas(
         ExecuteRequest, ExecuteContext, ExecuteOptions, ModeParameters, Multitask, OnDisconnect,
         SessionView,
-        SessionList, AbortResponse, Health, ErrorBody, ErrorDetail
+        SessionList, AbortResponse, Health, ErrorBody, ErrorDetail,
+        crate::models::ModelList, crate::models::ProviderModels, crate::models::ModelEntry
     )),
     modifiers(&BearerAuth),
 )]
