@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test, type TestContext } from "node:test";
 
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 
 import { WeftClient, readSse } from "../src/index.js";
 import { startWeft, testDir, type Weft } from "./server.js";
@@ -51,10 +51,11 @@ const FREEZE_CLOCK = () => {
   performance.now = () => 0;
 };
 
-async function page(t: TestContext, weft: Weft, init: (() => void)[] = []): Promise<Page> {
+async function page(t: TestContext, weft: Weft, init: (() => void)[] = [], setup?: (context: BrowserContext) => Promise<void>): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
   t.after(() => context.close());
   for (const script of init) await context.addInitScript(script);
+  await setup?.(context);
   const p = await context.newPage();
   const errors: string[] = [];
   p.on("pageerror", (e) => errors.push(String(e)));
@@ -556,5 +557,50 @@ describe("the playground in Chromium", { skip: !executable }, () => {
     await p.waitForFunction((id) => localStorage.getItem("weft.playground.session") === id, parent);
     await p.waitForSelector('#chat .msg[data-index="0"] .branch-nav .position:text("1/2")');
     assert.equal(await p.locator("#chat .msg.user .text").first().textContent(), "Tell me a story");
+  });
+
+  test("branch navigation: forks nest under their session, ‹ k/n › goes between branches (the fork fields added to real responses)", async (t) => {
+    // Until the server forks, two real sessions and the fields it will give a fork (`parentId`,
+    // `forkedAt`), added to its list and session responses: the second is a fork of the first
+    // at message 0.
+    const weft = await startWeft("echo.json");
+    t.after(() => weft.stop());
+    const client = new WeftClient({ baseUrl: weft.base });
+    const a = (await client.execute("A first question", { context: { messages: [] } }).result()).sessionId;
+    const b = (await client.execute("An edited first question", { context: { messages: [] } }).result()).sessionId;
+    const fork = { parentId: a, forkedAt: 0 };
+    const p = await page(t, weft, [], async (context) => {
+      await context.route(
+        (url) => url.pathname === "/api/agent/sessions",
+        async (route) => {
+          const response = await route.fetch();
+          const body = (await response.json()) as { sessions: { id: string }[] };
+          for (const head of body.sessions) if (head.id === b) Object.assign(head, fork);
+          await route.fulfill({ response, json: body });
+        },
+      );
+      await context.route(
+        (url) => url.pathname === `/api/agent/session/${b}`,
+        async (route) => {
+          const response = await route.fetch();
+          await route.fulfill({ response, json: { ...((await response.json()) as object), ...fork } });
+        },
+      );
+    });
+    await p.waitForSelector(`#sessions li[data-session="${a}"] > ul.forks > li[data-session="${b}"]`);
+    await p.click(`#sessions li[data-session="${a}"] > .entry`);
+    await p.waitForSelector('#chat .msg[data-index="0"] .branch-nav .position:text("1/2")');
+    assert.match((await p.locator("#session-bar").textContent()) ?? "", /1 fork:/);
+    await shot(p, "branches-parent");
+    await p.click("#chat .branch-nav .next");
+    await p.waitForFunction((id) => localStorage.getItem("weft.playground.session") === id, b);
+    await p.waitForSelector('#chat .msg[data-index="0"] .branch-nav .position:text("2/2")');
+    assert.equal(await p.locator("#chat .msg.user .text").first().textContent(), "An edited first question");
+    assert.match((await p.locator("#session-bar .parent-link").textContent()) ?? "", /forked from A first question at message 0/);
+    await completed(p);
+    await shot(p, "branches-fork");
+    await p.click("#chat .branch-nav .prev");
+    await p.waitForFunction((id) => localStorage.getItem("weft.playground.session") === id, a);
+    assert.equal(await p.locator("#chat .msg.user .text").first().textContent(), "A first question");
   });
 });
