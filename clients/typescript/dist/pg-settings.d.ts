@@ -11,6 +11,8 @@ export interface SessionExtras {
     parentId?: string;
     forkedAt?: number;
 }
+/** A session's mode as its head's options keep it (`{"mode": {"type": "tot", "breadth": 3, …}}`). */
+export declare function modeText(options: unknown, long?: boolean): string;
 export declare class SettingsPanel {
     #private;
     constructor(client: () => WeftClient);

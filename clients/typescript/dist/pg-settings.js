@@ -4,6 +4,18 @@
 import { PAGE_TOOLS, specsFor } from "./pg-tools.js";
 import { $, api, el, money } from "./pg-util.js";
 const KEY = "weft.playground.settings";
+/** A session's mode as its head's options keep it (`{"mode": {"type": "tot", "breadth": 3, …}}`). */
+export function modeText(options, long = true) {
+    const mode = options?.mode;
+    if (mode === undefined || mode === null)
+        return "react";
+    if (typeof mode === "string")
+        return mode;
+    const { type, ...rest } = mode;
+    const name = type ?? "react";
+    const parts = Object.entries(rest).map(([k, v]) => `${k} ${String(v)}`);
+    return long && parts.length > 0 ? `${name} (${parts.join(", ")})` : name;
+}
 export class SettingsPanel {
     #client;
     #providers = [];
@@ -210,7 +222,7 @@ export class SettingsPanel {
         add("provider / model", `${view.provider} / ${view.model}`);
         add("system prompt", view.systemPrompt ?? "none");
         const options = (extras.options ?? {});
-        add("mode", options.mode === undefined ? "react" : typeof options.mode === "string" ? options.mode : JSON.stringify(options.mode));
+        add("mode", modeText(extras.options));
         if (options.maxTurns !== undefined)
             add("max turns", String(options.maxTurns));
         add("tools", view.tools.length ? view.tools.map((t) => `${t.name}${t.requiresApproval ? " (approval)" : ""}`).join(", ") : "none");

@@ -13,7 +13,7 @@ import { ChatView } from "./pg-chat.js";
 import { Inspector } from "./pg-inspector.js";
 import { Reasoning } from "./pg-reasoning.js";
 import { SessionList, titleOf } from "./pg-sessions.js";
-import { SettingsPanel } from "./pg-settings.js";
+import { SettingsPanel, modeText } from "./pg-settings.js";
 import { handlersFor } from "./pg-tools.js";
 import { Trace } from "./pg-trace.js";
 import { $, api, el, followLog, shorten } from "./pg-util.js";
@@ -153,9 +153,7 @@ function drawBar(s) {
     const parts = [el("strong", { class: "title" }, shorten(title, 80))];
     if (s.view)
         parts.push(el("span", { class: "badge" }, `${s.view.provider}/${s.view.model}`));
-    const mode = s.extras.options?.mode;
-    if (mode !== undefined)
-        parts.push(el("span", { class: "badge" }, typeof mode === "string" ? mode : (mode.mode ?? JSON.stringify(mode))));
+    parts.push(el("span", { class: "badge", title: modeText(s.extras.options) }, modeText(s.extras.options, false)));
     const parent = s.extras.parentId ?? list.parentOf(s.id);
     if (parent) {
         const link = el("a", { href: "#", class: "parent-link" }, `↰ forked from ${shorten(list.known(parent).title || parent.slice(0, 8), 40)} at message ${s.extras.forkedAt ?? list.forkedAt(s.id) ?? "?"}`);
@@ -178,7 +176,22 @@ function drawBar(s) {
         }
         parts.push(span);
     }
+    const remove = el("button", { type: "button", class: "delete", title: "Delete this session with its messages and events" }, "Delete");
+    remove.disabled = s.busy || s.status === "running";
+    remove.addEventListener("click", () => void deleteSession(s).catch(showError));
+    parts.push(remove);
     bar.replaceChildren(...parts);
+}
+async function deleteSession(s) {
+    if (!s.id || !window.confirm("Delete this session, its messages and its events?"))
+        return;
+    s.stop.abort();
+    s.traceFollow?.abort();
+    await client.deleteSession(s.id);
+    sessions.delete(s.id);
+    if (current === s)
+        show(new Session());
+    await list.refresh();
 }
 /**
  * Branch navigation: at a message where sessions part (a fork and the session it came from, or
@@ -231,9 +244,17 @@ function startTrace(s) {
     const controller = new AbortController();
     s.traceFollow = controller;
     s.traceAgain = false;
-    void followLog(client, s.id, "aceai", s.traceSeq, (frame) => s.trace.frame(JSON.parse(frame.data)), controller.signal)
+    const read = (frame) => {
+        if (controller.signal.aborted)
+            return;
+        s.trace.frame(JSON.parse(frame.data));
+        if (frame.id !== undefined)
+            s.traceSeq = Number(frame.id);
+    };
+    void followLog(client, s.id, "aceai", s.traceSeq, read, controller.signal)
         .then((last) => {
-        s.traceSeq = last;
+        if (!controller.signal.aborted)
+            s.traceSeq = Math.max(s.traceSeq, last);
     })
         .catch(() => { })
         .finally(() => {
@@ -270,10 +291,13 @@ async function followNative(s) {
     if (s === current)
         refreshControls();
     try {
-        s.nativeSeq = await followLog(client, s.id, "native", s.nativeSeq, (frame) => {
+        const last = await followLog(client, s.id, "native", s.nativeSeq, (frame) => {
             any = true;
             onEvent(s, JSON.parse(frame.data));
+            if (frame.id !== undefined)
+                s.nativeSeq = Number(frame.id);
         }, s.stop.signal);
+        s.nativeSeq = Math.max(s.nativeSeq, last);
     }
     finally {
         s.reading = false;
@@ -389,7 +413,9 @@ function setView(s, view) {
         s.extras.parentId = extra.parentId;
     if (extra.forkedAt !== undefined)
         s.extras.forkedAt = extra.forkedAt;
-    s.extras.options ??= list.head(view.id)?.options;
+    const head = list.head(view.id);
+    if (head?.options !== undefined)
+        s.extras.options = head.options;
     s.tools = handlersFor(view.tools, s.chat);
     const known = {};
     const title = titleOf(view);
@@ -452,7 +478,7 @@ async function send(text) {
         s.tools = handlersFor(fresh.tools, s.chat);
         s.title = text;
         const options = fresh.options;
-        s.extras.options = options.mode ? { mode: options.mode, ...(options.maxTurns ? { maxTurns: options.maxTurns } : {}) } : {};
+        s.extras.options = { ...(options.mode ? { mode: { type: options.mode, ...options.modeOptions } } : {}), ...(options.maxTurns ? { maxTurns: options.maxTurns } : {}) };
         setStatus(s, "running");
         await drive(s, client.execute(text, { context: { messages: [] }, options, tools: s.tools, onApproval: (calls) => s.chat.approve(calls), signal: s.stop.signal }));
         return;
@@ -531,6 +557,11 @@ function newSession() {
 list.onHeads = (heads) => {
     for (const head of heads) {
         const s = sessions.get(head.id);
+        if (s && head.options !== undefined && JSON.stringify(s.extras.options) !== JSON.stringify(head.options)) {
+            s.extras.options = head.options;
+            if (s === current && s.view)
+                settings.showSession(s.view, s.extras, (id) => void open(id).catch(showError));
+        }
         if (!s?.loaded || s.busy || s.chat.waiting > 0)
             continue;
         if (s.status !== head.status)

@@ -104,8 +104,16 @@ export class Inspector {
     this.#again = false;
     this.#count("following…");
     try {
-      this.#after = await followLog(this.#client(), session, this.#format, this.#after, (frame) => this.#add(frame), controller.signal);
-      if (!controller.signal.aborted) this.#count("end of the last run");
+      const add = (frame: SseFrame) => {
+        if (controller.signal.aborted) return;
+        this.#add(frame);
+        if (frame.id !== undefined) this.#after = Number(frame.id);
+      };
+      const last = await followLog(this.#client(), session, this.#format, this.#after, add, controller.signal);
+      if (!controller.signal.aborted) {
+        this.#after = Math.max(this.#after, last);
+        this.#count("end of the last run");
+      }
     } catch (error) {
       if (!controller.signal.aborted) this.#count(error instanceof Error ? error.message : String(error));
     } finally {

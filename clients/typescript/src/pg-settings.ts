@@ -47,6 +47,17 @@ export interface SessionExtras {
   forkedAt?: number;
 }
 
+/** A session's mode as its head's options keep it (`{"mode": {"type": "tot", "breadth": 3, …}}`). */
+export function modeText(options: unknown, long = true): string {
+  const mode = (options as { mode?: unknown } | undefined)?.mode;
+  if (mode === undefined || mode === null) return "react";
+  if (typeof mode === "string") return mode;
+  const { type, ...rest } = mode as { type?: string } & Record<string, unknown>;
+  const name = type ?? "react";
+  const parts = Object.entries(rest).map(([k, v]) => `${k} ${String(v)}`);
+  return long && parts.length > 0 ? `${name} (${parts.join(", ")})` : name;
+}
+
 export class SettingsPanel {
   readonly #client: () => WeftClient;
   #providers: ProviderModels[] = [];
@@ -243,8 +254,8 @@ export class SettingsPanel {
     };
     add("provider / model", `${view.provider} / ${view.model}`);
     add("system prompt", view.systemPrompt ?? "none");
-    const options = (extras.options ?? {}) as { mode?: unknown; maxTurns?: number };
-    add("mode", options.mode === undefined ? "react" : typeof options.mode === "string" ? options.mode : JSON.stringify(options.mode));
+    const options = (extras.options ?? {}) as { maxTurns?: number };
+    add("mode", modeText(extras.options));
     if (options.maxTurns !== undefined) add("max turns", String(options.maxTurns));
     add("tools", view.tools.length ? view.tools.map((t) => `${t.name}${t.requiresApproval ? " (approval)" : ""}`).join(", ") : "none");
     if (extras.parentId) {

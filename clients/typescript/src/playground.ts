@@ -10,12 +10,13 @@
 // same thing in any browser.
 
 import { WeftClient, WeftError, type ClientTool, type ExecuteStream, type RunOptions } from "./client.js";
+import type { SseFrame } from "./sse.js";
 import type { ExecuteOptions, NativeEvent, SessionStatus, SessionView, ToolResultInput } from "./types.js";
 import { ChatView } from "./pg-chat.js";
 import { Inspector } from "./pg-inspector.js";
 import { Reasoning } from "./pg-reasoning.js";
 import { SessionList, titleOf, type Head } from "./pg-sessions.js";
-import { SettingsPanel, type SessionExtras } from "./pg-settings.js";
+import { SettingsPanel, modeText, type SessionExtras } from "./pg-settings.js";
 import { handlersFor } from "./pg-tools.js";
 import { Trace, type AceFrame } from "./pg-trace.js";
 import { $, api, el, followLog, shorten } from "./pg-util.js";
@@ -163,8 +164,7 @@ function drawBar(s: Session): void {
   const title = list.known(s.id).title || s.title || s.id.slice(0, 8);
   const parts: (string | Node)[] = [el("strong", { class: "title" }, shorten(title, 80))];
   if (s.view) parts.push(el("span", { class: "badge" }, `${s.view.provider}/${s.view.model}`));
-  const mode = (s.extras.options as { mode?: unknown } | undefined)?.mode;
-  if (mode !== undefined) parts.push(el("span", { class: "badge" }, typeof mode === "string" ? mode : ((mode as { mode?: string }).mode ?? JSON.stringify(mode))));
+  parts.push(el("span", { class: "badge", title: modeText(s.extras.options) }, modeText(s.extras.options, false)));
   const parent = s.extras.parentId ?? list.parentOf(s.id);
   if (parent) {
     const link = el("a", { href: "#", class: "parent-link" }, `↰ forked from ${shorten(list.known(parent).title || parent.slice(0, 8), 40)} at message ${s.extras.forkedAt ?? list.forkedAt(s.id) ?? "?"}`);
@@ -187,7 +187,21 @@ function drawBar(s: Session): void {
     }
     parts.push(span);
   }
+  const remove = el("button", { type: "button", class: "delete", title: "Delete this session with its messages and events" }, "Delete");
+  remove.disabled = s.busy || s.status === "running";
+  remove.addEventListener("click", () => void deleteSession(s).catch(showError));
+  parts.push(remove);
   bar.replaceChildren(...parts);
+}
+
+async function deleteSession(s: Session): Promise<void> {
+  if (!s.id || !window.confirm("Delete this session, its messages and its events?")) return;
+  s.stop.abort();
+  s.traceFollow?.abort();
+  await client.deleteSession(s.id);
+  sessions.delete(s.id);
+  if (current === s) show(new Session());
+  await list.refresh();
 }
 
 /**
@@ -236,9 +250,14 @@ function startTrace(s: Session): void {
   const controller = new AbortController();
   s.traceFollow = controller;
   s.traceAgain = false;
-  void followLog(client, s.id, "aceai", s.traceSeq, (frame) => s.trace.frame(JSON.parse(frame.data) as AceFrame), controller.signal)
+  const read = (frame: SseFrame) => {
+    if (controller.signal.aborted) return;
+    s.trace.frame(JSON.parse(frame.data) as AceFrame);
+    if (frame.id !== undefined) s.traceSeq = Number(frame.id);
+  };
+  void followLog(client, s.id, "aceai", s.traceSeq, read, controller.signal)
     .then((last) => {
-      s.traceSeq = last;
+      if (!controller.signal.aborted) s.traceSeq = Math.max(s.traceSeq, last);
     })
     .catch(() => {})
     .finally(() => {
@@ -270,7 +289,7 @@ async function followNative(s: Session): Promise<boolean> {
   let any = false;
   if (s === current) refreshControls();
   try {
-    s.nativeSeq = await followLog(
+    const last = await followLog(
       client,
       s.id!,
       "native",
@@ -278,9 +297,11 @@ async function followNative(s: Session): Promise<boolean> {
       (frame) => {
         any = true;
         onEvent(s, JSON.parse(frame.data) as NativeEvent);
+        if (frame.id !== undefined) s.nativeSeq = Number(frame.id);
       },
       s.stop.signal,
     );
+    s.nativeSeq = Math.max(s.nativeSeq, last);
   } finally {
     s.reading = false;
     if (s === current) refreshControls();
@@ -384,7 +405,8 @@ function setView(s: Session, view: SessionView): void {
   const extra = view as SessionView & { parentId?: string; forkedAt?: number };
   if (extra.parentId !== undefined) s.extras.parentId = extra.parentId;
   if (extra.forkedAt !== undefined) s.extras.forkedAt = extra.forkedAt;
-  s.extras.options ??= list.head(view.id)?.options;
+  const head = list.head(view.id);
+  if (head?.options !== undefined) s.extras.options = head.options;
   s.tools = handlersFor(view.tools, s.chat);
   const known: { title?: string; parentId?: string; forkedAt?: number } = {};
   const title = titleOf(view);
@@ -442,7 +464,7 @@ async function send(text: string): Promise<void> {
     s.tools = handlersFor(fresh.tools, s.chat);
     s.title = text;
     const options: ExecuteOptions = fresh.options;
-    s.extras.options = options.mode ? { mode: options.mode, ...(options.maxTurns ? { maxTurns: options.maxTurns } : {}) } : {};
+    s.extras.options = { ...(options.mode ? { mode: { type: options.mode, ...(options.modeOptions as object | undefined) } } : {}), ...(options.maxTurns ? { maxTurns: options.maxTurns } : {}) };
     setStatus(s, "running");
     await drive(s, client.execute(text, { context: { messages: [] }, options, tools: s.tools, onApproval: (calls) => s.chat.approve(calls), signal: s.stop.signal }));
     return;
@@ -520,6 +542,10 @@ function newSession(): void {
 list.onHeads = (heads: readonly Head[]) => {
   for (const head of heads) {
     const s = sessions.get(head.id);
+    if (s && head.options !== undefined && JSON.stringify(s.extras.options) !== JSON.stringify(head.options)) {
+      s.extras.options = head.options;
+      if (s === current && s.view) settings.showSession(s.view, s.extras, (id) => void open(id).catch(showError));
+    }
     if (!s?.loaded || s.busy || s.chat.waiting > 0) continue;
     if (s.status !== head.status) setStatus(s, head.status);
     // A run started by someone else: follow it while the session is shown.

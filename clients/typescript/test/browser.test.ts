@@ -313,6 +313,12 @@ describe("the playground in Chromium", { skip: !executable }, () => {
     await p.waitForSelector('#sessions li[data-status="completed"]');
     assert.equal(await p.locator("#sessions li").count(), 1);
     await shot(p, "api-key");
+    // Deleting it (with the key), after the page asks.
+    p.once("dialog", (dialog) => void dialog.accept());
+    await p.click("#session-bar .delete");
+    await p.waitForSelector("#sessions li", { state: "detached" });
+    assert.deepEqual(await new WeftClient({ baseUrl: weft.base, apiKey: "sk-playground-1" }).listSessions(), []);
+    assert.equal(await p.locator("#chat .msg").count(), 0, "a new session is shown");
   });
 
   test("settings apply to a new session: model from the server's registry, system prompt, limits, page tools", async (t) => {
@@ -446,7 +452,7 @@ describe("the playground in Chromium", { skip: !executable }, () => {
     assert.equal(await p.inputValue("#insp-format"), "loom");
   });
 
-  test("an abort is said once: live, after switching away and back, after a reload; also while a tool waits", async (t) => {
+  test("an abort is said once: live, after switching away and back, after a reload", async (t) => {
     const weft = await startWeft("stall.json");
     t.after(() => weft.stop());
     const p = await page(t, weft);
