@@ -94,12 +94,13 @@ export class Trace {
                 this.#step(f.step_index);
                 break;
             case "agent.llm.completed":
+                // The response before the step's tools ran. (In a graph of thoughts, whose nodes run at
+                // once, the frame may name another running step: the step's own end, which always comes,
+                // carries the response that stays.)
                 if (f.step) {
                     const row = this.#step(f.step.step_index);
-                    row.response = f.step.llm_response;
-                    const node = nodeOf(f.step);
-                    if (node)
-                        row.node = node;
+                    if (row.state === "running")
+                        row.response = f.step.llm_response;
                 }
                 break;
             case "agent.step.completed":
@@ -218,7 +219,7 @@ export class Trace {
         if (step.ms !== undefined)
             li.dataset.ms = String(step.ms);
         const row = el("div", { class: "row" });
-        const label = el("span", { class: "label" }, `model call #${step.index + 1}`);
+        const label = el("span", { class: "label", title: step.error ?? "" }, `model call #${step.index + 1}${step.state === "error" ? " ✗" : ""}`);
         const tag = step.node?.replace(/^got:.*/, "node") ?? "";
         if (tag)
             label.append(" ", el("em", { class: "tag" }, tag));

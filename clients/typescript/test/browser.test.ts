@@ -423,6 +423,9 @@ describe("the playground in Chromium", { skip: !executable }, () => {
     await tab(p, "trace");
     await p.waitForSelector('#trace details.run[data-status="completed"]');
     assert.deepEqual(await p.locator("#trace li.gnode").evaluateAll((ns) => ns.map((n) => (n as HTMLElement).dataset.node)), ["facts", "length", "cities", "flow", "summary"]);
+    assert.match((await p.locator('#trace li.gnode[data-node="length"] .meta').textContent()) ?? "", /It is 777 km long\./, "each call with its own answer");
+    assert.equal(await p.getAttribute('#trace li.gnode[data-node="flow"] li.step', "data-state"), "error");
+    assert.match((await p.locator('#trace li.gnode[data-node="flow"] .meta').textContent()) ?? "", /overloaded/);
     await shot(p, "got-trace");
   });
 
