@@ -355,8 +355,10 @@ function adopt(s, id) {
         .getSession(id)
         .then((view) => {
         s.view = view;
-        if (s === current)
+        if (s === current) {
             settings.showSession(view, s.extras, (other) => void open(other).catch(showError));
+            drawBar(s);
+        }
     })
         .catch(() => { });
 }

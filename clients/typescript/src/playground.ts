@@ -352,7 +352,10 @@ function adopt(s: Session, id: string): void {
     .getSession(id)
     .then((view) => {
       s.view = view;
-      if (s === current) settings.showSession(view, s.extras, (other) => void open(other).catch(showError));
+      if (s === current) {
+        settings.showSession(view, s.extras, (other) => void open(other).catch(showError));
+        drawBar(s);
+      }
     })
     .catch(() => {});
 }

@@ -429,6 +429,38 @@ describe("the playground in Chromium", { skip: !executable }, () => {
     await shot(p, "got-trace");
   });
 
+  test("tree and graph of thoughts are drawn while the run goes on (a model call that never ends holds it there)", async (t) => {
+    const tot = await startWeft("tot-stall.json");
+    t.after(() => tot.stop());
+    const p = await page(t, tot);
+    await p.selectOption("#set-mode", "tot");
+    await tab(p, "reasoning");
+    await send(p, "Pick one");
+    await p.waitForSelector('#reasoning g.tnode[data-thought="Try B"][data-status="active"]');
+    assert.equal(await p.getAttribute("#reasoning figure.tot", "data-status"), "running");
+    assert.equal(await p.getAttribute("#status", "data-status"), "running");
+    assert.equal(await p.getAttribute('#reasoning g.tnode[data-thought="Try A"]', "data-status"), "candidate");
+    assert.equal(await p.getAttribute('#reasoning g.tnode[data-thought="Try B"]', "data-score"), "0.80");
+    await shot(p, "tot-live");
+    await p.click("#abort");
+    await p.waitForSelector('#reasoning figure.tot[data-status="aborted"]', { state: "attached" });
+
+    const got = await startWeft("got-stall.json");
+    t.after(() => got.stop());
+    const q = await page(t, got);
+    await q.selectOption("#set-mode", "got");
+    await tab(q, "reasoning");
+    await send(q, "Write it");
+    await q.waitForSelector('#reasoning g.gnode[data-node="draft"][data-status="running"]');
+    assert.equal(await q.getAttribute('#reasoning g.gnode[data-node="polish"]', "data-status"), "pending");
+    assert.equal(await q.getAttribute('#reasoning g.gnode[data-node="answer"]', "data-status"), "pending");
+    assert.equal(await q.getAttribute("#reasoning figure.got", "data-status"), "running");
+    assert.deepEqual(await q.locator("#reasoning path.dep").evaluateAll((ps) => ps.map((e) => `${(e as SVGPathElement).dataset.from}>${(e as SVGPathElement).dataset.to}`)), ["draft>polish"]);
+    await shot(q, "got-live");
+    await q.click("#abort");
+    await q.waitForSelector('#reasoning figure.got[data-status="aborted"]', { state: "attached" });
+  });
+
   test("the event inspector shows the session's log in the wire format chosen", async (t) => {
     const weft = await startWeft("echo.json");
     t.after(() => weft.stop());
