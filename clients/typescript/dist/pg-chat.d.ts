@@ -6,6 +6,8 @@ export interface ChatHooks {
     fork(atMessage: number, prefill?: string): void;
     /** Something the view waits for (an answer, an approval) started or ended. */
     waitsChanged(): void;
+    /** The view grew (coalesced: at most once per turn of the event loop). */
+    grew(): void;
 }
 /** The events that would have drawn a stored message. */
 export declare function eventsOf(message: Message): NativeEvent[];

@@ -1,7 +1,7 @@
 // One session's conversation, drawn from its native events (live, or replayed from the session's
 // event log) into DOM of its own: switching sessions swaps whole views, and a view that is not
 // shown goes on drawing its run, asking its questions and waiting for its approvals.
-import { el, money, pretty } from "./pg-util.js";
+import { el, money, pretty, redrawer } from "./pg-util.js";
 /** The events that would have drawn a stored message. */
 export function eventsOf(message) {
     if (message.role !== "assistant")
@@ -34,6 +34,7 @@ export class ChatView {
     /** Messages drawn so far (the next message's index in the session). */
     messages = 0;
     #hooks;
+    #grew;
     #assistant;
     #blocks = new Map();
     #callsByIndex = new Map();
@@ -48,6 +49,7 @@ export class ChatView {
     #waits = new Map();
     constructor(hooks) {
         this.#hooks = hooks;
+        this.#grew = redrawer(() => hooks.grew());
         const table = el("table", { class: "turns" });
         const head = el("tr");
         for (const h of ["turn", "in", "out", "cost"])
@@ -159,7 +161,7 @@ export class ChatView {
             default:
                 break;
         }
-        this.root.parentElement?.scrollTo({ top: this.root.parentElement.scrollHeight });
+        this.#grew();
     }
     /**
      * Says once per run that it was aborted or failed. A failed model call says so itself (in a

@@ -50,6 +50,10 @@ class Session {
     constructor() {
         this.chat = new ChatView({
             fork: (at, prefill) => void fork(this, at, prefill).catch(showError),
+            grew: () => {
+                if (this === current && stickToBottom)
+                    $("chat").scrollTop = $("chat").scrollHeight;
+            },
             waitsChanged: () => {
                 if (this.id)
                     list.setAttention(this.id, this.chat.waiting > 0);
@@ -66,6 +70,8 @@ class Session {
         return this.stream !== undefined || this.reading || this.status === "loading";
     }
 }
+/** Whether the conversation follows what is added (the reader is at its end). */
+let stickToBottom = true;
 const sessions = new Map();
 let current = new Session();
 const settings = new SettingsPanel(getClient);
@@ -120,6 +126,7 @@ function show(s) {
     current = s;
     clearError();
     $("chat").replaceChildren(s.chat.root);
+    stickToBottom = true;
     $("trace").replaceChildren(s.trace.root);
     $("reasoning").replaceChildren(s.reasoning.root);
     $("cost").replaceChildren(s.chat.cost);
@@ -145,6 +152,10 @@ function show(s) {
 /** The bar above the conversation: title, model, mode, where the session forked from, its forks. */
 function drawBar(s) {
     const bar = $("session-bar");
+    const signature = JSON.stringify([s.id, s.view?.model, s.extras, s.busy, s.status, list.known(s.id ?? "").title, s.id ? list.forksOf(s.id).map((f) => [f.id, list.forkedAt(f.id), list.known(f.id).title]) : []]);
+    if (bar.dataset.signature === signature)
+        return;
+    bar.dataset.signature = signature;
     if (!s.id) {
         bar.replaceChildren(el("strong", {}, "New session"), el("span", { class: "hint" }, " · settings: the Settings tab"));
         return;
@@ -198,10 +209,14 @@ async function deleteSession(s) {
  * several forks at the same message), `‹ k/n ›` goes to the other branches.
  */
 function drawBranches(s) {
-    for (const nav of s.chat.root.querySelectorAll(".branch-nav"))
-        nav.remove();
     if (!s.id)
         return;
+    const signature = JSON.stringify([s.chat.messages, s.extras.parentId ?? list.parentOf(s.id), s.extras.forkedAt ?? list.forkedAt(s.id), list.forksOf(s.extras.parentId ?? list.parentOf(s.id) ?? s.id).map((f) => [f.id, list.forkedAt(f.id)]), list.forksOf(s.id).map((f) => [f.id, list.forkedAt(f.id)])]);
+    if (s.chat.root.dataset.branches === signature)
+        return;
+    s.chat.root.dataset.branches = signature;
+    for (const nav of s.chat.root.querySelectorAll(".branch-nav"))
+        nav.remove();
     const at = new Set();
     const ownAt = s.extras.forkedAt ?? list.forkedAt(s.id);
     const parent = s.extras.parentId ?? list.parentOf(s.id);
@@ -621,6 +636,10 @@ function start() {
         }
     });
     $("abort").addEventListener("click", () => void abort().catch(showError));
+    const chat = $("chat");
+    chat.addEventListener("scroll", () => {
+        stickToBottom = chat.scrollHeight - chat.scrollTop - chat.clientHeight < 60;
+    });
     void settings.load();
     void inspector.loadFormats();
     void list.refresh().catch(showError);

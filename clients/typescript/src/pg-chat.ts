@@ -4,7 +4,7 @@
 
 import type { ApprovalDecision, AssistantMessage, Message, NativeEvent, SessionStatus, ToolCall } from "./types.js";
 import type { ToolHost } from "./pg-tools.js";
-import { el, money, pretty } from "./pg-util.js";
+import { el, money, pretty, redrawer } from "./pg-util.js";
 
 /** What a view asks of the page. */
 export interface ChatHooks {
@@ -12,6 +12,8 @@ export interface ChatHooks {
   fork(atMessage: number, prefill?: string): void;
   /** Something the view waits for (an answer, an approval) started or ended. */
   waitsChanged(): void;
+  /** The view grew (coalesced: at most once per turn of the event loop). */
+  grew(): void;
 }
 
 /** The events that would have drawn a stored message. */
@@ -48,6 +50,7 @@ export class ChatView implements ToolHost {
   messages = 0;
 
   readonly #hooks: ChatHooks;
+  readonly #grew: () => void;
   #assistant: HTMLElement | undefined;
   readonly #blocks = new Map<number, HTMLElement>();
   readonly #callsByIndex = new Map<number, string>();
@@ -63,6 +66,7 @@ export class ChatView implements ToolHost {
 
   constructor(hooks: ChatHooks) {
     this.#hooks = hooks;
+    this.#grew = redrawer(() => hooks.grew());
     const table = el("table", { class: "turns" });
     const head = el("tr");
     for (const h of ["turn", "in", "out", "cost"]) head.append(el("th", {}, h));
@@ -170,7 +174,7 @@ export class ChatView implements ToolHost {
       default:
         break;
     }
-    this.root.parentElement?.scrollTo({ top: this.root.parentElement.scrollHeight });
+    this.#grew();
   }
 
   /**

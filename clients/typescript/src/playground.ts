@@ -59,6 +59,9 @@ class Session {
   constructor() {
     this.chat = new ChatView({
       fork: (at, prefill) => void fork(this, at, prefill).catch(showError),
+      grew: () => {
+        if (this === current && stickToBottom) $("chat").scrollTop = $("chat").scrollHeight;
+      },
       waitsChanged: () => {
         if (this.id) list.setAttention(this.id, this.chat.waiting > 0);
         if (this === current) refreshControls();
@@ -73,6 +76,9 @@ class Session {
     return this.stream !== undefined || this.reading || this.status === "loading";
   }
 }
+
+/** Whether the conversation follows what is added (the reader is at its end). */
+let stickToBottom = true;
 
 const sessions = new Map<string, Session>();
 let current = new Session();
@@ -134,6 +140,7 @@ function show(s: Session): void {
   current = s;
   clearError();
   $("chat").replaceChildren(s.chat.root);
+  stickToBottom = true;
   $("trace").replaceChildren(s.trace.root);
   $("reasoning").replaceChildren(s.reasoning.root);
   $("cost").replaceChildren(s.chat.cost);
@@ -157,6 +164,9 @@ function show(s: Session): void {
 /** The bar above the conversation: title, model, mode, where the session forked from, its forks. */
 function drawBar(s: Session): void {
   const bar = $("session-bar");
+  const signature = JSON.stringify([s.id, s.view?.model, s.extras, s.busy, s.status, list.known(s.id ?? "").title, s.id ? list.forksOf(s.id).map((f) => [f.id, list.forkedAt(f.id), list.known(f.id).title]) : []]);
+  if (bar.dataset.signature === signature) return;
+  bar.dataset.signature = signature;
   if (!s.id) {
     bar.replaceChildren(el("strong", {}, "New session"), el("span", { class: "hint" }, " · settings: the Settings tab"));
     return;
@@ -209,8 +219,11 @@ async function deleteSession(s: Session): Promise<void> {
  * several forks at the same message), `‹ k/n ›` goes to the other branches.
  */
 function drawBranches(s: Session): void {
-  for (const nav of s.chat.root.querySelectorAll(".branch-nav")) nav.remove();
   if (!s.id) return;
+  const signature = JSON.stringify([s.chat.messages, s.extras.parentId ?? list.parentOf(s.id), s.extras.forkedAt ?? list.forkedAt(s.id), list.forksOf(s.extras.parentId ?? list.parentOf(s.id) ?? s.id).map((f) => [f.id, list.forkedAt(f.id)]), list.forksOf(s.id).map((f) => [f.id, list.forkedAt(f.id)])]);
+  if (s.chat.root.dataset.branches === signature) return;
+  s.chat.root.dataset.branches = signature;
+  for (const nav of s.chat.root.querySelectorAll(".branch-nav")) nav.remove();
   const at = new Set<number>();
   const ownAt = s.extras.forkedAt ?? list.forkedAt(s.id);
   const parent = s.extras.parentId ?? list.parentOf(s.id);
@@ -600,6 +613,10 @@ function start(): void {
     }
   });
   $("abort").addEventListener("click", () => void abort().catch(showError));
+  const chat = $("chat");
+  chat.addEventListener("scroll", () => {
+    stickToBottom = chat.scrollHeight - chat.scrollTop - chat.clientHeight < 60;
+  });
   void settings.load();
   void inspector.loadFormats();
   void list.refresh().catch(showError);
