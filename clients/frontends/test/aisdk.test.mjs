@@ -106,8 +106,11 @@ for (const [major, ai] of [["6", ai6], ["7", ai7]]) {
       part.state = "approval-responded";
       part.approval = { id: part.approval.id, approved: true };
       const second = await send(transport, chatId, [question, first], first);
+      // The approved call is handed to the client to run (input-available, its approval kept),
+      // so useChat's approval check is false and it does not post the approval again.
       const waiting = second.parts.find((p) => p.type === "tool-set_theme");
-      assert.equal(waiting.state, "approval-responded");
+      assert.equal(waiting.state, "input-available");
+      assert.equal(waiting.approval?.approved, true);
       assert.equal((await weft.session(chatId)).status, "awaiting_tool_execution");
       waiting.state = "output-available";
       waiting.output = "The theme is dark.";

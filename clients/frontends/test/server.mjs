@@ -1,7 +1,7 @@
 // A real `weft serve` for a test: the faux provider playing a script, an in-memory store,
 // 127.0.0.1 on a port the OS picks.
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
@@ -9,15 +9,21 @@ import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
+/** `options`: `apiKeys`, `corsOrigins`, `config` (the text of a weft.toml, such as tool policies). */
 export async function startWeft(script, options = {}) {
   const home = mkdtempSync(join(tmpdir(), "weft-frontends-"));
   const env = { ...process.env, WEFT_HOME: home, NO_COLOR: "1" };
   for (const name of ["WEFT_ADDR", "WEFT_STORE", "WEFT_PROVIDER", "WEFT_MODEL", "WEFT_API_KEYS", "WEFT_CORS_ORIGINS", "RUST_LOG"]) delete env[name];
   if (options.apiKeys) env.WEFT_API_KEYS = options.apiKeys;
   if (options.corsOrigins) env.WEFT_CORS_ORIGINS = options.corsOrigins;
+  const args = ["serve", "--script", join(here, "scripts", script), "--store", "memory", "--addr", "127.0.0.1:0", "--model", "faux"];
+  if (options.config) {
+    writeFileSync(join(home, "weft.toml"), options.config);
+    args.push("--config", join(home, "weft.toml"));
+  }
   const child = spawn(
     process.env.WEFT_BIN,
-    ["serve", "--script", join(here, "scripts", script), "--store", "memory", "--addr", "127.0.0.1:0", "--model", "faux"],
+    args,
     { env, stdio: ["ignore", "ignore", "pipe"] },
   );
   const lines = createInterface({ input: child.stderr });

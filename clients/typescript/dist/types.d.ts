@@ -89,6 +89,8 @@ export declare const UserMessageSchema: import("./schema.js").ObjectSchema<{
         mimeType: string;
     })[]>;
     timestamp: import("./schema.js").Schema<number>;
+    /** The id a front end gave the message (AI SDK `UIMessage.id`, AG-UI message id). */
+    id: import("./schema.js").Optional<string>;
 }>;
 export declare const AssistantMessageSchema: import("./schema.js").ObjectSchema<{
     content: import("./schema.js").Schema<({
@@ -156,6 +158,7 @@ export declare const MessageSchema: import("./schema.js").Schema<{
         mimeType: string;
     })[];
     timestamp: number;
+    id?: string;
 } | {
     role: "assistant";
     content: ({
@@ -321,6 +324,7 @@ export declare const AgentEventSchema: import("./schema.js").Schema<{
             mimeType: string;
         })[];
         timestamp: number;
+        id?: string;
     } | {
         role: "assistant";
         content: ({
@@ -477,6 +481,7 @@ export declare const AgentEventSchema: import("./schema.js").Schema<{
             mimeType: string;
         })[];
         timestamp: number;
+        id?: string;
     } | {
         role: "assistant";
         content: ({
@@ -657,6 +662,7 @@ export declare const AgentEventSchema: import("./schema.js").Schema<{
             mimeType: string;
         })[];
         timestamp: number;
+        id?: string;
     } | {
         role: "assistant";
         content: ({
@@ -777,6 +783,7 @@ export declare const NativeFrameSchema: import("./schema.js").Schema<{
             mimeType: string;
         })[];
         timestamp: number;
+        id?: string;
     } | {
         role: "assistant";
         content: ({
@@ -860,6 +867,7 @@ export declare const NativeFrameSchema: import("./schema.js").Schema<{
             mimeType: string;
         })[];
         timestamp: number;
+        id?: string;
     } | {
         role: "assistant";
         content: ({
@@ -981,6 +989,7 @@ export declare const NativeFrameSchema: import("./schema.js").Schema<{
             mimeType: string;
         })[];
         timestamp: number;
+        id?: string;
     } | {
         role: "assistant";
         content: ({
@@ -1105,6 +1114,7 @@ export declare const ExecuteContextSchema: import("./schema.js").ObjectSchema<{
             mimeType: string;
         })[];
         timestamp: number;
+        id?: string;
     } | {
         role: "assistant";
         content: ({
@@ -1184,6 +1194,7 @@ export declare const ExecuteRequestSchema: import("./schema.js").ObjectSchema<{
                 mimeType: string;
             })[];
             timestamp: number;
+            id?: string;
         } | {
             role: "assistant";
             content: ({
@@ -1282,6 +1293,7 @@ export declare const SessionViewSchema: import("./schema.js").ObjectSchema<{
             mimeType: string;
         })[];
         timestamp: number;
+        id?: string;
     } | {
         role: "assistant";
         content: ({
@@ -1363,6 +1375,12 @@ export declare const SessionViewSchema: import("./schema.js").ObjectSchema<{
     stepCount: import("./schema.js").Schema<number>;
     createdAt: import("./schema.js").Schema<number>;
     updatedAt: import("./schema.js").Schema<number>;
+    /** The session it was forked from. */
+    parentId: import("./schema.js").Optional<string>;
+    /** How many of the parent's messages it kept. */
+    forkedAt: import("./schema.js").Optional<number>;
+    /** The newest branch a front end's requests for this id go to. */
+    branchId: import("./schema.js").Optional<string>;
 }>;
 /** `GET /api/agent/session/{id}`. */
 export type SessionView = Infer<typeof SessionViewSchema>;

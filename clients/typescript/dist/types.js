@@ -23,7 +23,13 @@ export const ToolCallSchema = obj({ id: str, name: str, arguments: json });
 export const UserContentSchema = tagged("type", [TextContentSchema, ImageContentSchema]);
 export const AssistantContentSchema = tagged("type", [TextContentSchema, ThinkingContentSchema, ToolCallContentSchema]);
 export const StopReasonSchema = oneOf("stop", "length", "toolUse", "error", "aborted");
-export const UserMessageSchema = obj({ role: lit("user"), content: arr(UserContentSchema), timestamp: int });
+export const UserMessageSchema = obj({
+    role: lit("user"),
+    content: arr(UserContentSchema),
+    timestamp: int,
+    /** The id a front end gave the message (AI SDK `UIMessage.id`, AG-UI message id). */
+    id: opt(str),
+});
 const assistantFields = {
     content: arr(AssistantContentSchema),
     stopReason: StopReasonSchema,
@@ -240,6 +246,12 @@ export const SessionViewSchema = obj({
     stepCount: int,
     createdAt: int,
     updatedAt: int,
+    /** The session it was forked from. */
+    parentId: opt(str),
+    /** How many of the parent's messages it kept. */
+    forkedAt: opt(int),
+    /** The newest branch a front end's requests for this id go to. */
+    branchId: opt(str),
 });
 export const SessionHeadSchema = obj({
     id: str,

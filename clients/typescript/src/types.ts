@@ -44,7 +44,13 @@ export type AssistantContent = Infer<typeof AssistantContentSchema>;
 export const StopReasonSchema = oneOf("stop", "length", "toolUse", "error", "aborted");
 export type StopReason = Infer<typeof StopReasonSchema>;
 
-export const UserMessageSchema = obj({ role: lit("user"), content: arr(UserContentSchema), timestamp: int });
+export const UserMessageSchema = obj({
+  role: lit("user"),
+  content: arr(UserContentSchema),
+  timestamp: int,
+  /** The id a front end gave the message (AI SDK `UIMessage.id`, AG-UI message id). */
+  id: opt(str),
+});
 const assistantFields = {
   content: arr(AssistantContentSchema),
   stopReason: StopReasonSchema,
@@ -318,6 +324,12 @@ export const SessionViewSchema = obj({
   stepCount: int,
   createdAt: int,
   updatedAt: int,
+  /** The session it was forked from. */
+  parentId: opt(str),
+  /** How many of the parent's messages it kept. */
+  forkedAt: opt(int),
+  /** The newest branch a front end's requests for this id go to. */
+  branchId: opt(str),
 });
 /** `GET /api/agent/session/{id}`. */
 export type SessionView = Infer<typeof SessionViewSchema>;

@@ -66,8 +66,15 @@ pub fn session_max_turns(options: &serde_json::Value) -> Option<u32> {
     options.get(OPTION_MAX_TURNS)?.as_u64().map(|n| u32::try_from(n).unwrap_or(u32::MAX))
 }
 
+/// Removes `key` from a session's `options`.
+pub(crate) fn remove_option(options: &mut serde_json::Value, key: &str) {
+    if let Some(map) = options.as_object_mut() {
+        map.remove(key);
+    }
+}
+
 /// Sets `key` in a session's `options` (made an object if it is not one).
-fn set_option(options: &mut serde_json::Value, key: &str, value: serde_json::Value) {
+pub(crate) fn set_option(options: &mut serde_json::Value, key: &str, value: serde_json::Value) {
     if !options.is_object() {
         *options = serde_json::Value::Object(serde_json::Map::new());
     }
@@ -631,6 +638,11 @@ impl Agent {
         session.tools = options.tools;
         session.messages = options.messages.into();
         session.owner = options.owner;
+        self.insert_new(session).await
+    }
+
+    /// Stores the new `session` (refused if its id is taken) and opens it.
+    pub(crate) async fn insert_new(&self, session: Session) -> Result<SessionHandle, AgentError> {
         let remote = RemoteTools::new(&session.tools, &self.inner.tools.snapshot())?;
         if let Some(store) = &self.inner.store {
             store
@@ -1225,7 +1237,7 @@ enum HubSlot {
 
 /// What a reload found in the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reloaded {
+pub(crate) enum Reloaded {
     /// The session is running (in another process).
     Running,
     /// The session rests.
@@ -1608,7 +1620,7 @@ impl SessionHandle {
     }
 
     /// Replaces what this process holds with what the store has; says what that is.
-    async fn reload(&self) -> Reloaded {
+    pub(crate) async fn reload(&self) -> Reloaded {
         let Some(store) = &self.shared.store else { return Reloaded::Unknown };
         let id = self.id();
         match store.load(&id).await {

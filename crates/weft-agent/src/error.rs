@@ -50,6 +50,10 @@ pub enum AgentError {
         /// The providers the agent has.
         allowed: Vec<String>,
     },
+    /// A fork at a point the session cannot be cut at (past its end, or between a tool call
+    /// and its result).
+    #[error("{0}")]
+    InvalidFork(String),
 }
 
 /// A tool name as an error shows it: quoted, cut to the longest valid length (with its size).

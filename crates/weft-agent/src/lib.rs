@@ -32,6 +32,7 @@ mod catalog;
 mod deadline;
 mod error;
 mod execute;
+mod fork;
 mod graph;
 mod hub;
 mod identity;
@@ -51,6 +52,9 @@ pub use agent::{
 pub use error::{AgentError, ExecuteError};
 pub use execute::{
     AbortHandle, ExecuteResult, ExecuteStream, RecordStream, Sequenced, SequencedStream,
+};
+pub use fork::{
+    ForkOptions, ForkedFrom, OPTION_BRANCH, OPTION_FORKED_FROM, forked_from, latest_branch,
 };
 pub use identity::ProcessIdentity;
 pub use modes::{GotOptions, Mode, Search, TotOptions};

@@ -180,6 +180,9 @@ fn plan(args: &ServeArgs, config: &ServeConfig) -> anyhow::Result<Plan> {
         settings.shutdown_grace = grace;
     }
     settings.cors_origins = config.cors_origins.clone();
+    if let Some(multitask) = config.frontend_multitask {
+        settings.frontend_multitask = multitask;
+    }
     config.connections.apply(&mut settings);
     let addr = args
         .addr

@@ -311,12 +311,24 @@ pub struct UserMessage {
     /// When it was made.
     #[serde(default)]
     pub timestamp: TimestampMs,
+    /// The id a client gave it (a front end's message id: the AI SDK's `UIMessage.id`, an
+    /// AG-UI message id), kept so that a message the client sends again is recognised.
+    /// Absent when the client gave none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<Box<str>>,
 }
 
 impl UserMessage {
     /// A text-only user message stamped now.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { content: vec![UserContent::text(text)], timestamp: now_ms() }
+        Self { content: vec![UserContent::text(text)], timestamp: now_ms(), id: None }
+    }
+
+    /// The message with the client's id `id`.
+    #[must_use]
+    pub fn with_id(mut self, id: impl Into<Box<str>>) -> Self {
+        self.id = Some(id.into());
+        self
     }
 
     /// The concatenated text of its text blocks.

@@ -206,7 +206,11 @@ mod tests {
     const LONG_ID: &str = "call_0123456789012345678901234567890123456789_long";
 
     fn user(text: &str) -> Message {
-        Message::User(UserMessage { content: vec![UserContent::text(text)], timestamp: 1 })
+        Message::User(UserMessage {
+            content: vec![UserContent::text(text)],
+            timestamp: 1,
+            id: None,
+        })
     }
 
     fn assistant(

@@ -507,6 +507,7 @@ async fn the_request_carries_system_messages_tools_thinking_and_merged_tool_resu
                     }),
                 ],
                 timestamp: 1,
+                id: None,
             }),
             turn.into(),
             ToolResultMessage::new("toolu_01A", "get_weather", "18°C, sunny", false).into(),

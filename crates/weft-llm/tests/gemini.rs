@@ -631,8 +631,12 @@ fn history() -> Vec<Message> {
         .into(),
         ToolResultMessage::new("call_r1_1", "get_weather", "weather service down", true).into(),
         answer.into(),
-        UserMessage { content: vec![UserContent::text("Thanks! And this?"), png()], timestamp: 0 }
-            .into(),
+        UserMessage {
+            content: vec![UserContent::text("Thanks! And this?"), png()],
+            timestamp: 0,
+            id: None,
+        }
+        .into(),
     ]
 }
 

@@ -28,22 +28,23 @@
 use std::sync::Arc;
 
 use axum::Extension;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use weft_core::{
-    AgentEvent, ApprovalDecision, AssistantContent, AssistantMessage, Input, Message, StopReason,
-    TextContent, ToolCall, ToolResultMessage, ToolSpec, UserContent, UserMessage, now_ms,
+    AgentEvent, ApprovalDecision, AssistantContent, AssistantMessage, Input, Message,
+    SessionStatus, StopReason, TextContent, ToolCall, ToolResultMessage, ToolSpec, UserContent,
+    UserMessage, now_ms,
 };
-use weft_protocol::agui::AgUiEncoder;
+use weft_protocol::agui::{AgUiEncoder, AgUiVersion};
 use weft_protocol::{Encoder, Frame};
 
 use crate::AppState;
-use crate::api::{ExecuteContext, ExecuteOptions, JsonBody};
+use crate::api::{AbortResponse, ExecuteContext, ExecuteOptions, JsonBody};
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
-use crate::frontends::{self, Conversation, Plan, arguments, user_count};
+use crate::frontends::{self, Conversation, Intent, Plan, arguments};
 
 /// AG-UI's `RunAgentInput` (unknown fields are ignored).
 #[derive(Debug, Deserialize)]
@@ -51,6 +52,13 @@ use crate::frontends::{self, Conversation, Plan, arguments, user_count};
 pub(crate) struct RunAgentInput {
     /// The conversation: Weft's session id.
     pub(crate) thread_id: String,
+    /// The client's id of this run.
+    #[serde(default)]
+    pub(crate) run_id: Option<String>,
+    /// The AG-UI version the client speaks (1.0 clients send it, 0.0.x ones do not): what the
+    /// events may carry.
+    #[serde(default)]
+    pub(crate) protocol_version: Option<String>,
     /// The state the run starts from.
     #[serde(default)]
     pub(crate) state: Option<Value>,
@@ -84,6 +92,9 @@ where
 pub(crate) enum AgUiMessage {
     /// From the user.
     User {
+        /// Its id (the client's).
+        #[serde(default)]
+        id: Option<String>,
         /// Text or content parts.
         content: Content,
     },
@@ -267,11 +278,12 @@ pub(crate) fn conversation(input: &RunAgentInput) -> (Conversation, Option<Strin
     let mut user_count = 0;
     for message in &input.messages {
         match message {
-            AgUiMessage::User { content } => {
+            AgUiMessage::User { id, content } => {
                 user_count += 1;
                 history.push(Message::User(UserMessage {
                     content: vec![UserContent::text(content.text())],
                     timestamp: now_ms(),
+                    id: id.as_deref().filter(|id| !id.is_empty()).map(Into::into),
                 }));
             }
             AgUiMessage::Assistant { content, tool_calls } => {
@@ -352,13 +364,10 @@ pub(crate) fn options(input: &RunAgentInput) -> Result<ExecuteOptions, ApiError>
     tag = "front ends",
     request_body(content = Object, description = "AG-UI `RunAgentInput`: `threadId` (the session), `runId`, `messages`, `tools` (the client's: remote tools; `metadata.requiresApproval`), `state`, `context`, `forwardedProps` (`weft`: execute options), `resume[]`"),
     responses(
-        (status = 200, description = "AG-UI events (SSE): `RUN_STARTED` … `RUN_FINISHED` (outcome `success` with `pendingToolCallIds` for client tools, `interrupt` for approvals) or `RUN_ERROR`",
+        (status = 200, description = "AG-UI events (SSE): `RUN_STARTED` … `RUN_FINISHED` (outcome `success` with `pendingToolCallIds` for client tools, `interrupt` for approvals) or `RUN_ERROR`. A request the server cannot take (malformed, another owner's thread, answers for unknown calls) is answered here too: `RUN_STARTED`, then `RUN_ERROR` whose `message` says why and whose `code` is the error's code",
          content_type = "text/event-stream", body = String),
-        (status = 400, description = "Malformed input (the message says where), a new thread not ending with a user message", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 404, description = "A thread of another owner", body = ErrorBody),
-        (status = 409, description = "The thread is running, or waits for other answers", body = ErrorBody),
-        (status = 422, description = "A tool result or resume entry for an unknown call", body = ErrorBody),
+        (status = 413, description = "The body is larger than this server accepts", body = ErrorBody),
         (status = 429, description = "Rate limited", body = ErrorBody),
     ),
     security(("bearer" = []))
@@ -366,11 +375,58 @@ pub(crate) fn options(input: &RunAgentInput) -> Result<ExecuteOptions, ApiError>
 pub(crate) async fn run(
     State(state): State<Arc<AppState>>,
     Extension(caller): Extension<Caller>,
-    JsonBody(input): JsonBody<RunAgentInput>,
+    body: Result<JsonBody<RunAgentInput>, ApiError>,
+) -> Response {
+    let (thread, run) = match &body {
+        Ok(JsonBody(input)) => (input.thread_id.clone(), input.run_id.clone()),
+        Err(_) => (String::new(), None),
+    };
+    let result = match body {
+        Ok(JsonBody(input)) => agent_run(state, caller, input).await,
+        Err(error) => Err(error),
+    };
+    result.unwrap_or_else(|error| error_stream(&error, &thread, run.as_deref()))
+}
+
+/// A run's ids as the client gave them (a new run id when it gave none).
+fn run_ids(thread: &str, run: Option<&str>) -> (String, String) {
+    let run = run.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_string);
+    (thread.to_string(), run)
+}
+
+/// An error as AG-UI says it: the client's run opened, then `RUN_ERROR` with a sentence.
+fn error_stream(error: &ApiError, thread: &str, run: Option<&str>) -> Response {
+    tracing::info!(code = %error.detail.code, "AG-UI request refused: {}", error.detail.message);
+    let (thread, run) = run_ids(thread, run);
+    let started = json!({ "type": "RUN_STARTED", "threadId": thread, "runId": run });
+    let failed =
+        json!({ "type": "RUN_ERROR", "message": error.detail.message, "code": error.detail.code });
+    let mut response =
+        frontends::sse_frames(format!("data: {started}\n\ndata: {failed}\n\n"), None);
+    if let Ok(code) = axum::http::HeaderValue::from_str(&error.detail.code) {
+        response.headers_mut().insert("x-weft-error", code);
+    }
+    response
+}
+
+/// A run that brought nothing new: opened and finished at once.
+fn nothing_new(thread: &str, run: Option<&str>) -> Response {
+    let (thread, run) = run_ids(thread, run);
+    let started = json!({ "type": "RUN_STARTED", "threadId": thread, "runId": run });
+    let finished = json!({ "type": "RUN_FINISHED", "threadId": thread, "runId": run });
+    frontends::sse_frames(format!("data: {started}\n\ndata: {finished}\n\n"), None)
+}
+
+async fn agent_run(
+    state: Arc<AppState>,
+    caller: Caller,
+    input: RunAgentInput,
 ) -> Result<Response, ApiError> {
-    let options = options(&input)?;
-    let id = input.thread_id.clone();
-    let existing = frontends::existing(&state, &caller, &id).await?;
+    let mut options = options(&input)?;
+    if options.multitask.is_none() {
+        options.multitask = Some(state.settings.frontend_multitask);
+    }
+    let chat = frontends::chat(&state, &caller, &input.thread_id).await?;
     let (conversation, system) = conversation(&input);
     let answered: Vec<String> = input
         .messages
@@ -380,9 +436,9 @@ pub(crate) async fn run(
             _ => None,
         })
         .collect();
-    let plan = match &existing {
+    let (target, plan) = match &chat {
         None => match conversation.last_user.clone() {
-            Some(user) => Plan::Run(Input::User(user)),
+            Some(user) => (input.thread_id.clone(), Plan::Run(Input::User(user))),
             None => {
                 return Err(ApiError::bad_request(
                     "user_message_required",
@@ -393,23 +449,33 @@ pub(crate) async fn run(
                 ));
             }
         },
-        Some(session) => {
+        Some(chat) => {
+            let session = &chat.session;
             let pending = session.pending_tool_calls();
             if !input.resume.is_empty() {
-                Plan::Run(Input::Approvals {
-                    approvals: input.resume.iter().map(decision).collect(),
-                })
+                let approvals = input.resume.iter().map(decision).collect();
+                (chat.current.clone(), Plan::Run(Input::Approvals { approvals }))
             } else if !pending.is_empty()
                 && let results = tool_results(&conversation.history, &pending)
                 && !results.is_empty()
             {
-                Plan::Run(Input::ToolResults(results))
-            } else if conversation.user_count > user_count(session)
-                && let Some(user) = conversation.last_user.clone()
-            {
-                Plan::Run(Input::User(user))
+                (chat.current.clone(), Plan::Run(Input::ToolResults(results)))
             } else {
-                Plan::Attach
+                let last_user = conversation.last_user.as_ref();
+                match frontends::intent(session, last_user, conversation.user_count, false) {
+                    Intent::New(user) => (chat.current.clone(), Plan::Run(Input::User(user))),
+                    Intent::Fork { at, message } => {
+                        let branch = frontends::fork(&state, &caller, chat, at).await?;
+                        (branch, Plan::Run(Input::User(message)))
+                    }
+                    // A client reconnecting to a run under way follows it.
+                    Intent::Nothing if chat.handle.status() == SessionStatus::Running => {
+                        (chat.current.clone(), Plan::Attach)
+                    }
+                    Intent::Nothing => {
+                        return Ok(nothing_new(&input.thread_id, input.run_id.as_deref()));
+                    }
+                }
             }
         }
     };
@@ -419,19 +485,47 @@ pub(crate) async fn run(
     let streamed = frontends::start(
         &state,
         &caller,
-        &id,
-        existing.is_some(),
+        &target,
+        chat.is_some(),
         plan,
         move || ExecuteContext { messages: history, tools, system_prompt: system },
         options,
     )
     .await?;
     let encoder = AgUiStream {
-        inner: AgUiEncoder::new().client_answered(answered),
+        inner: AgUiEncoder::new()
+            .client_answered(answered)
+            .version(AgUiVersion::from_protocol_version(input.protocol_version.as_deref())),
         state: client_state,
         session_id: String::new(),
     };
     Ok(frontends::sse(state, streamed, Box::new(encoder), None))
+}
+
+/// Stop the thread's run (what a page's stop button should call beside `abortRun()`).
+#[utoipa::path(
+    post,
+    path = "/api/ag-ui/{threadId}/stop",
+    tag = "front ends",
+    params(("threadId" = String, Path, description = "The thread (session) id", pattern = "^[A-Za-z0-9_.:-]{1,128}$")),
+    responses(
+        (status = 200, description = "`{\"aborted\": true}` when a run was stopped, `false` when none was under way", body = AbortResponse),
+        (status = 400, description = "Invalid thread id", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such thread for this caller", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn stop(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Path(thread_id): Path<String>,
+) -> Result<axum::Json<AbortResponse>, ApiError> {
+    let Some(chat) = frontends::chat(&state, &caller, &thread_id).await? else {
+        return Err(ApiError::session_not_found(&thread_id));
+    };
+    Ok(axum::Json(AbortResponse { aborted: frontends::stop(&chat).await }))
 }
 
 /// The results, among the conversation's tool messages, of the calls the session waits for.

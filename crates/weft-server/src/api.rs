@@ -189,9 +189,10 @@ pub struct ExecuteOptions {
     /// The mode's parameters (each optional; defaults as documented).
     #[serde(default)]
     pub mode_options: Option<ModeParameters>,
-    /// While a run is under way: `reject` (default), `enqueue` or `interrupt`.
+    /// While a run is under way: `reject` (the default of `/api/agent/execute`), `enqueue` or
+    /// `interrupt` (the default of the front-end endpoints: see `[frontends] multitask`).
     #[serde(default)]
-    pub multitask: Multitask,
+    pub multitask: Option<Multitask>,
     /// When the client goes away: `continue` (default) or `cancel`.
     #[serde(default)]
     pub on_disconnect: OnDisconnect,
@@ -243,6 +244,29 @@ pub struct SessionView {
     pub created_at: u64,
     /// Last changed (ms since the epoch).
     pub updated_at: u64,
+    /// The session it was forked from (`POST …/fork`, or a front end's edit or regenerate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    /// How many of the parent's messages it kept: its history before its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forked_at: Option<usize>,
+    /// The newest branch forked for a front end from this session: `POST /api/chat` and
+    /// `POST /api/ag-ui` requests naming this id go there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch_id: Option<String>,
+}
+
+/// `POST /api/agent/session/{id}/fork`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ForkRequest {
+    /// How many of the session's messages the fork keeps (default: all). It may not fall
+    /// between a tool call and its result.
+    #[serde(default)]
+    pub at_message: Option<usize>,
+    /// The new session's id (default: a new UUID).
+    #[serde(default)]
+    pub session_id: Option<String>,
 }
 
 /// `GET /api/agent/sessions`.
@@ -375,7 +399,7 @@ mod tests {
         )?;
         assert!(matches!(request.input, Input::User(_)));
         assert_eq!(request.context.map(|c| c.tools.len()), Some(1));
-        assert_eq!(request.options.multitask, Multitask::Enqueue);
+        assert_eq!(request.options.multitask, Some(Multitask::Enqueue));
         assert_eq!(request.options.on_disconnect, OnDisconnect::Cancel);
         Ok(())
     }

@@ -36,10 +36,10 @@ use weft_protocol::vercel::{HEADER, VercelEncoder};
 use weft_protocol::{Encoder, Frame};
 
 use crate::AppState;
-use crate::api::{ExecuteContext, ExecuteOptions, JsonBody};
+use crate::api::{AbortResponse, ExecuteContext, ExecuteOptions, JsonBody};
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
-use crate::frontends::{self, Conversation, Plan, arguments, output_text, user_count};
+use crate::frontends::{self, Conversation, Intent, Plan, arguments, output_text};
 
 /// The body `useChat` posts (unknown fields are ignored).
 #[derive(Debug, Deserialize)]
@@ -47,8 +47,13 @@ use crate::frontends::{self, Conversation, Plan, arguments, output_text, user_co
 pub(crate) struct ChatRequest {
     /// The chat: Weft's session id.
     pub(crate) id: String,
-    /// The whole conversation as UI messages.
+    /// The conversation as UI messages: all of it, or only its newest part.
+    #[serde(default)]
     pub(crate) messages: Vec<UiMessage>,
+    /// One message instead of `messages` (the AI SDK docs' `prepareSendMessagesRequest` that
+    /// sends only the last message: `{ id, message }`).
+    #[serde(default)]
+    pub(crate) message: Option<UiMessage>,
     /// `submit-message` (default) or `regenerate-message`.
     #[serde(default)]
     pub(crate) trigger: Option<String>,
@@ -66,6 +71,9 @@ pub(crate) struct ChatRequest {
 /// A UI message.
 #[derive(Debug, Deserialize)]
 pub(crate) struct UiMessage {
+    /// Its id (the client's).
+    #[serde(default)]
+    pub(crate) id: Option<String>,
     /// `system`, `user` or `assistant`.
     pub(crate) role: UiRole,
     /// Its parts.
@@ -229,6 +237,7 @@ pub(crate) fn conversation(request: &ChatRequest) -> (Conversation, Vec<String>)
                 history.push(Message::User(UserMessage {
                     content: vec![UserContent::text(text)],
                     timestamp: now_ms(),
+                    id: message.id.as_deref().filter(|id| !id.is_empty()).map(Into::into),
                 }));
             }
             UiRole::Assistant => {
@@ -292,15 +301,12 @@ pub(crate) fn conversation(request: &ChatRequest) -> (Conversation, Vec<String>)
     (Conversation { history, last_user, user_count }, system)
 }
 
-/// `submit-message` (or none) is taken; `regenerate-message` and anything else are refused.
-pub(crate) fn check_trigger(trigger: Option<&str>) -> Result<(), ApiError> {
+/// `submit-message` (or none) and `regenerate-message` are taken; anything else is refused.
+/// Whether the client asks for another answer.
+pub(crate) fn regenerates(trigger: Option<&str>) -> Result<bool, ApiError> {
     match trigger {
-        None | Some("submit-message") => Ok(()),
-        Some("regenerate-message") => Err(ApiError::bad_request(
-            "unsupported_trigger",
-            "trigger \"regenerate-message\" is not supported: a Weft session's history is \
-             append-only; send a new message instead",
-        )),
+        None | Some("submit-message") => Ok(false),
+        Some("regenerate-message") => Ok(true),
         Some(other) => Err(ApiError::bad_request(
             "bad_request",
             format!("invalid request: trigger: unknown trigger {other:?}"),
@@ -313,15 +319,12 @@ pub(crate) fn check_trigger(trigger: Option<&str>) -> Result<(), ApiError> {
     post,
     path = "/api/chat",
     tag = "front ends",
-    request_body(content = Object, description = "The `useChat` request: `id` (the session), `messages` (UI messages with parts: client tool outputs, approval responses), `trigger`; Weft's extras: `tools`, `system`, `options`"),
+    request_body(content = Object, description = "The `useChat` request: `id` (the chat), `messages` (UI messages with ids and parts: the whole conversation or only its last message; client tool outputs, approval responses), `trigger` (`submit-message`, `regenerate-message`); Weft's extras: `tools`, `system`, `options`"),
     responses(
-        (status = 200, description = "The UI message stream (SSE, header `x-vercel-ai-ui-message-stream: v1`, ends with `[DONE]`)",
+        (status = 200, description = "The UI message stream (SSE, header `x-vercel-ai-ui-message-stream: v1`, ends with `[DONE]`). A request the server cannot take is answered here too, as one `error` part whose `errorText` says why (`useChat` shows it as its error)",
          content_type = "text/event-stream", body = String),
-        (status = 400, description = "Malformed request (the message says where), a new chat not ending with a user message, `regenerate-message`", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 404, description = "A chat of another owner", body = ErrorBody),
-        (status = 409, description = "The chat is running, or waits for other answers", body = ErrorBody),
-        (status = 422, description = "A tool output or approval for an unknown call", body = ErrorBody),
+        (status = 413, description = "The body is larger than this server accepts", body = ErrorBody),
         (status = 429, description = "Rate limited", body = ErrorBody),
     ),
     security(("bearer" = []))
@@ -329,26 +332,67 @@ pub(crate) fn check_trigger(trigger: Option<&str>) -> Result<(), ApiError> {
 pub(crate) async fn post(
     State(state): State<Arc<AppState>>,
     Extension(caller): Extension<Caller>,
-    JsonBody(request): JsonBody<ChatRequest>,
+    body: Result<JsonBody<ChatRequest>, ApiError>,
+) -> Response {
+    let result = match body {
+        Ok(JsonBody(request)) => chat(state, caller, request).await,
+        Err(error) => Err(error),
+    };
+    result.unwrap_or_else(|error| error_stream(&error))
+}
+
+/// An error as the UI message stream says it: one `error` part, then the end.
+fn error_stream(error: &ApiError) -> Response {
+    tracing::info!(code = %error.detail.code, "chat request refused: {}", error.detail.message);
+    let part = json!({ "type": "error", "errorText": error.detail.message });
+    let mut response =
+        frontends::sse_frames(format!("data: {part}\n\ndata: [DONE]\n\n"), Some(HEADER));
+    if let Ok(code) = axum::http::HeaderValue::from_str(&error.detail.code) {
+        response.headers_mut().insert("x-weft-error", code);
+    }
+    response
+}
+
+/// A finished stream with nothing in it: the request brought nothing new.
+fn nothing_new() -> Response {
+    frontends::sse_frames("data: [DONE]\n\n".to_string(), Some(HEADER))
+}
+
+async fn chat(
+    state: Arc<AppState>,
+    caller: Caller,
+    request: ChatRequest,
 ) -> Result<Response, ApiError> {
-    check_trigger(request.trigger.as_deref())?;
+    let mut request = request;
+    if let Some(message) = request.message.take() {
+        request.messages.push(message);
+    }
+    let regenerate = regenerates(request.trigger.as_deref())?;
     check_parts(&request)?;
-    let id = request.id.clone();
-    let existing = frontends::existing(&state, &caller, &id).await?;
+    let chat = frontends::chat(&state, &caller, &request.id).await?;
     let (conversation, system) = conversation(&request);
     let mut answered = HashSet::new();
     let mut denied = HashSet::new();
-    let plan = match &existing {
+    let mut approved = HashSet::new();
+    let mut options = request.options;
+    if options.multitask.is_none() {
+        options.multitask = Some(state.settings.frontend_multitask);
+    }
+    let (target, plan) = match &chat {
         None => match conversation.last_user.clone() {
-            Some(user) => Plan::Run(Input::User(user)),
+            Some(user) => (request.id.clone(), Plan::Run(Input::User(user))),
             None => {
                 return Err(ApiError::bad_request(
                     "user_message_required",
-                    format!("chat {:?} is new: its messages must end with a user message", id),
+                    format!(
+                        "chat {:?} is new: its messages must end with a user message",
+                        request.id
+                    ),
                 ));
             }
         },
-        Some(session) => {
+        Some(chat) => {
+            let session = &chat.session;
             let approvals = session.pending_approvals();
             let pending = session.pending_tool_calls();
             let last = request.messages.iter().rev().find(|m| m.role == UiRole::Assistant);
@@ -381,16 +425,23 @@ pub(crate) async fn post(
                 denied.extend(
                     decisions.iter().filter(|d| !d.approved).map(|d| d.tool_call_id.clone()),
                 );
-                Plan::Run(Input::Approvals { approvals: decisions })
+                approved.extend(
+                    decisions.iter().filter(|d| d.approved).map(|d| d.tool_call_id.clone()),
+                );
+                (chat.current.clone(), Plan::Run(Input::Approvals { approvals: decisions }))
             } else if !results.is_empty() {
                 answered.extend(results.iter().map(|r| r.tool_call_id.clone()));
-                Plan::Run(Input::ToolResults(results))
-            } else if conversation.user_count > user_count(session)
-                && let Some(user) = conversation.last_user.clone()
-            {
-                Plan::Run(Input::User(user))
+                (chat.current.clone(), Plan::Run(Input::ToolResults(results)))
             } else {
-                Plan::Attach
+                let last_user = conversation.last_user.as_ref();
+                match frontends::intent(session, last_user, conversation.user_count, regenerate) {
+                    Intent::New(user) => (chat.current.clone(), Plan::Run(Input::User(user))),
+                    Intent::Fork { at, message } => {
+                        let branch = frontends::fork(&state, &caller, chat, at).await?;
+                        (branch, Plan::Run(Input::User(message)))
+                    }
+                    Intent::Nothing => return Ok(nothing_new()),
+                }
             }
         }
     };
@@ -400,15 +451,160 @@ pub(crate) async fn post(
     let streamed = frontends::start(
         &state,
         &caller,
-        &id,
-        existing.is_some(),
+        &target,
+        chat.is_some(),
         plan,
         move || ExecuteContext { messages: history, tools, system_prompt: system },
-        request.options,
+        options,
     )
     .await?;
-    let encoder = ChatStream { inner: VercelEncoder::new(), answered, denied };
+    let encoder = ChatStream::new(answered, denied, approved);
     Ok(frontends::sse(state, streamed, Box::new(encoder), Some(HEADER)))
+}
+
+/// The chat's conversation as AI SDK `UIMessage`s (its current branch), so a page can restore
+/// `useChat({ messages })` on load. A run is one assistant message: a `step-start` per model
+/// call, then its reasoning, text and tool parts, each tool part in the state the session has it
+/// (`output-available`, `output-error`, `input-available` for a call the client must run,
+/// `approval-requested`). The message of the run under way has the run's id, as its stream's
+/// `start` says, so resuming replaces it instead of adding a second.
+#[utoipa::path(
+    get,
+    path = "/api/chat/{id}",
+    tag = "front ends",
+    params(("id" = String, Path, description = "The chat (session) id", pattern = "^[A-Za-z0-9_.:-]{1,128}$")),
+    responses(
+        (status = 200, description = "`{id, branchId, status, messages}`: `messages` are AI SDK UI messages", body = Object),
+        (status = 400, description = "Invalid chat id", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such chat for this caller", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn get(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<Value>, ApiError> {
+    let Some(chat) = frontends::chat(&state, &caller, &id).await? else {
+        return Err(ApiError::session_not_found(&id));
+    };
+    let session = chat.handle.snapshot();
+    let messages = ui_messages(&session, &chat.current);
+    Ok(axum::Json(json!({
+        "id": id,
+        "branchId": chat.current,
+        "status": session.status,
+        "messages": messages,
+    })))
+}
+
+/// `session`'s messages as UI messages (`chat`: the id its generated message ids start with).
+fn ui_messages(session: &weft_core::Session, chat: &str) -> Vec<Value> {
+    let approvals: HashSet<String> =
+        session.pending_approvals().into_iter().map(|c| c.id).collect();
+    let pending: HashSet<String> = session.pending_tool_calls().into_iter().map(|c| c.id).collect();
+    let results: std::collections::HashMap<&str, &ToolResultMessage> = session
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(r) => Some((r.tool_call_id.as_str(), r)),
+            _ => None,
+        })
+        .collect();
+    let mut out: Vec<Value> = Vec::new();
+    let mut parts: Vec<Value> = Vec::new();
+    let mut first = 0;
+    let flush = |out: &mut Vec<Value>, parts: &mut Vec<Value>, first: usize, last: bool| {
+        if parts.is_empty() {
+            return;
+        }
+        let id = match (&session.run, last) {
+            (Some(run), true) => run.run_id.clone(),
+            _ => format!("{chat}-m{first}"),
+        };
+        out.push(json!({"id": id, "role": "assistant", "parts": std::mem::take(parts)}));
+    };
+    for (i, message) in session.messages.iter().enumerate() {
+        match message {
+            Message::User(user) => {
+                flush(&mut out, &mut parts, first, false);
+                let id = user.id.as_deref().map_or_else(|| format!("{chat}-m{i}"), str::to_string);
+                out.push(json!({"id": id, "role": "user",
+                    "parts": [{"type": "text", "text": user.text_content()}]}));
+            }
+            Message::Assistant(assistant) => {
+                if parts.is_empty() {
+                    first = i;
+                }
+                parts.push(json!({"type": "step-start"}));
+                for block in &assistant.content {
+                    match block {
+                        AssistantContent::Text(t) if !t.text.is_empty() => {
+                            parts.push(json!({"type": "text", "text": t.text, "state": "done"}));
+                        }
+                        AssistantContent::Thinking(t) if !t.thinking.is_empty() => parts.push(
+                            json!({"type": "reasoning", "text": t.thinking, "state": "done"}),
+                        ),
+                        AssistantContent::ToolCall(call) => {
+                            let mut part = json!({"type": format!("tool-{}", call.name),
+                                "toolCallId": call.id, "input": call.arguments});
+                            if let Some(result) = results.get(call.id.as_str()) {
+                                let text = result.text_content();
+                                if result.is_error {
+                                    part["state"] = "output-error".into();
+                                    part["errorText"] = text.into();
+                                } else {
+                                    part["state"] = "output-available".into();
+                                    part["output"] = text.into();
+                                }
+                            } else if approvals.contains(&call.id) {
+                                part["state"] = "approval-requested".into();
+                                part["approval"] = json!({"id": call.id});
+                            } else if pending.contains(&call.id) {
+                                part["state"] = "input-available".into();
+                            } else {
+                                part["state"] = "output-error".into();
+                                part["errorText"] = "The call was not run.".into();
+                            }
+                            parts.push(part);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Message::ToolResult(_) => {}
+        }
+    }
+    flush(&mut out, &mut parts, first, true);
+    out
+}
+
+/// Stop the chat's run (what `useChat`'s `stop()` should also call).
+#[utoipa::path(
+    post,
+    path = "/api/chat/{id}/stop",
+    tag = "front ends",
+    params(("id" = String, Path, description = "The chat (session) id", pattern = "^[A-Za-z0-9_.:-]{1,128}$")),
+    responses(
+        (status = 200, description = "`{\"aborted\": true}` when a run was stopped, `false` when none was under way", body = AbortResponse),
+        (status = 400, description = "Invalid chat id", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such chat for this caller", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn stop(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<AbortResponse>, ApiError> {
+    let Some(chat) = frontends::chat(&state, &caller, &id).await? else {
+        return Err(ApiError::session_not_found(&id));
+    };
+    Ok(axum::Json(AbortResponse { aborted: frontends::stop(&chat).await }))
 }
 
 /// Resume the chat's running stream (`useChat({ resume: true })`).
@@ -419,10 +615,9 @@ pub(crate) async fn post(
     params(("id" = String, Path, description = "The chat (session) id", pattern = "^[A-Za-z0-9_.:-]{1,128}$")),
     responses(
         (status = 200, description = "The running run's UI message stream from its start", content_type = "text/event-stream", body = String),
-        (status = 204, description = "Nothing is running"),
+        (status = 204, description = "Nothing is running (also for a chat this server has never seen)"),
         (status = 400, description = "Invalid chat id", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
-        (status = 404, description = "No such chat for this caller", body = ErrorBody),
         (status = 429, description = "Rate limited", body = ErrorBody),
     ),
     security(("bearer" = []))
@@ -432,42 +627,93 @@ pub(crate) async fn resume(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let Some(session) = frontends::existing(&state, &caller, &id).await? else {
-        return Err(ApiError::session_not_found(&id));
+    let Some(chat) = frontends::chat(&state, &caller, &id).await? else {
+        return Ok(frontends::empty(StatusCode::NO_CONTENT));
     };
-    if session.status != SessionStatus::Running {
+    if chat.handle.status() != SessionStatus::Running {
         return Ok(frontends::empty(StatusCode::NO_CONTENT));
     }
     let streamed = frontends::start(
         &state,
         &caller,
-        &id,
+        &chat.current,
         true,
         Plan::Attach,
         ExecuteContext::default,
         ExecuteOptions::default(),
     )
     .await?;
-    let encoder = ChatStream {
-        inner: VercelEncoder::new(),
-        answered: HashSet::new(),
-        denied: HashSet::new(),
-    };
+    let encoder = ChatStream::new(HashSet::new(), HashSet::new(), HashSet::new());
     Ok(frontends::sse(state, streamed, Box::new(encoder), Some(HEADER)))
 }
 
 /// The UI message stream, without the results the client supplied and with denials as
-/// `tool-output-denied`.
+/// `tool-output-denied`. A client-side call the client has just approved is handed to it again
+/// as `tool-input-available` when the run then waits for its result: its part leaves the
+/// `approval-responded` state, so `useChat` runs the tool (`onToolCall`) instead of posting the
+/// approval again and again (`lastAssistantMessageIsCompleteWithApprovalResponses`).
+///
+/// A call's `tool-input-available` is held back until the run says whether the call needs
+/// approval: `useChat` runs a client-side tool (`onToolCall`) as soon as its input is available,
+/// so a call waiting for approval gets only its input stream and `tool-approval-request`, and is
+/// handed over once approved.
 struct ChatStream {
     inner: VercelEncoder,
     answered: HashSet<String>,
     denied: HashSet<String>,
+    approved: HashSet<String>,
+    /// `tool-input-available` of calls not yet known not to need approval: (call id, frame).
+    held: Vec<(String, Frame)>,
+}
+
+impl ChatStream {
+    fn new(answered: HashSet<String>, denied: HashSet<String>, approved: HashSet<String>) -> Self {
+        Self { inner: VercelEncoder::new(), answered, denied, approved, held: Vec::new() }
+    }
 }
 
 impl Encoder for ChatStream {
     fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
+        match event {
+            AgentEvent::ToolcallEnd { tool_call, .. } => {
+                let start = out.len();
+                self.inner.encode(event, out);
+                if let Some(at) =
+                    out[start..].iter().position(|f| f.data.contains("\"tool-input-available\""))
+                {
+                    let frame = out.remove(start + at);
+                    self.held.push((tool_call.id.clone(), frame));
+                }
+                return;
+            }
+            AgentEvent::ApprovalRequired { tool_calls, .. } => {
+                self.held.retain(|(id, _)| !tool_calls.iter().any(|c| c.id == *id));
+                out.extend(self.held.drain(..).map(|(_, frame)| frame));
+            }
+            AgentEvent::ToolExecutionStart { .. }
+            | AgentEvent::AwaitingToolExecution { .. }
+            | AgentEvent::StepStart { .. }
+            | AgentEvent::StepEnd { .. }
+            | AgentEvent::SessionEnd { .. }
+            | AgentEvent::Error { .. } => out.extend(self.held.drain(..).map(|(_, frame)| frame)),
+            AgentEvent::MessageEnd { message } if matches!(**message, Message::ToolResult(_)) => {
+                out.extend(self.held.drain(..).map(|(_, frame)| frame));
+            }
+            _ => {}
+        }
         let start = out.len();
         self.inner.encode(event, out);
+        if let AgentEvent::AwaitingToolExecution { tool_calls, .. } = event {
+            for call in tool_calls.iter().filter(|c| self.approved.contains(&c.id)) {
+                out.push(Frame::json(&json!({
+                    "type": "tool-input-available",
+                    "toolCallId": call.id,
+                    "toolName": call.name,
+                    "input": call.arguments,
+                })));
+            }
+            return;
+        }
         let AgentEvent::MessageEnd { message } = event else { return };
         let Message::ToolResult(result) = message.as_ref() else { return };
         let id = result.tool_call_id.as_str();
@@ -494,6 +740,7 @@ impl Encoder for ChatStream {
     }
 
     fn finish(&mut self, out: &mut Vec<Frame>) {
+        out.extend(self.held.drain(..).map(|(_, frame)| frame));
         self.inner.finish(out);
     }
 }

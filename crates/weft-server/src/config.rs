@@ -51,6 +51,10 @@
 //! [cors]
 //! origins = ["http://localhost:3000"]  # WEFT_CORS_ORIGINS (comma-separated); "*" for any
 //!
+//! [frontends]
+//! multitask = "interrupt"           # a new message on /api/chat or /api/ag-ui while a run goes on:
+//!                                   # "interrupt" (abort it), "enqueue" or "reject" (409)
+//!
 //! [[mcp]]                           # MCP servers, built-in tools and per-tool policy:
 //! name = "files"                    # see weft_tools::config for every key
 //! command = "npx"
@@ -157,6 +161,9 @@ pub struct Settings {
     pub ws_send_queue: usize,
     /// How long a WebSocket may take no data before it is closed (zero: no limit).
     pub ws_send_timeout: Duration,
+    /// What a front end's new message (`/api/chat`, `/api/ag-ui`) does while the session's run
+    /// goes on, unless the request's options say: interrupt it (the default), wait, or refuse.
+    pub frontend_multitask: crate::api::Multitask,
     /// The model registry (`GET /api/agent/models` lists its models of each provider); the
     /// built-in one by default, with a `--models` file's additions when the CLI was given one.
     pub models: std::sync::Arc<weft_llm::models::ModelRegistry>,
@@ -209,6 +216,7 @@ impl Settings {
             ws_streams_per_key: DEFAULT_WS_STREAMS_PER_KEY,
             ws_send_queue: DEFAULT_WS_SEND_QUEUE,
             ws_send_timeout: DEFAULT_WS_SEND_TIMEOUT,
+            frontend_multitask: crate::api::Multitask::Interrupt,
             models: weft_llm::models::ModelRegistry::builtin(),
         }
     }
@@ -264,6 +272,8 @@ pub struct ServeConfig {
     pub connections: ConnectionLimits,
     /// CORS origins.
     pub cors_origins: Vec<String>,
+    /// `[frontends] multitask`: what a front end's new message does to a run under way.
+    pub frontend_multitask: Option<crate::api::Multitask>,
     /// MCP servers, built-in tools and per-tool policy (`[[mcp]]`, `[builtins]`,
     /// `[tools.NAME]`; see `weft_tools::config`), paths made relative to the file.
     pub tools: weft_tools::ToolsConfig,
@@ -349,6 +359,8 @@ struct FileConfig {
     #[serde(default)]
     metrics: MetricsSection,
     #[serde(default)]
+    frontends: FrontendsSection,
+    #[serde(default)]
     mcp: Vec<weft_tools::McpServerConfig>,
     #[serde(default)]
     builtins: weft_tools::BuiltinsConfig,
@@ -403,6 +415,12 @@ struct LimitsSection {
 struct MetricsSection {
     #[serde(default)]
     public: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FrontendsSection {
+    multitask: Option<crate::api::Multitask>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -572,6 +590,7 @@ impl ServeConfig {
                 ws_send_timeout: file.limits.ws_send_timeout,
             },
             cors_origins: file.cors.origins,
+            frontend_multitask: file.frontends.multitask,
         })
     }
 }

@@ -287,7 +287,7 @@ pub(crate) fn run_id(session: &SessionHandle) -> Option<String> {
 }
 
 /// Waits until the session's current run (in this process or another) has ended.
-async fn wait_for_end(session: &SessionHandle) {
+pub(crate) async fn wait_for_end(session: &SessionHandle) {
     let mut events = Box::pin(session.subscribe(session.last_seq()));
     while events.next().await.is_some() {}
 }
@@ -301,6 +301,7 @@ pub(crate) async fn start(
     let ExecuteRequest { session_id, input, context, options } = request;
     check_options(state, &options)?;
     let input = stamp(input);
+    let multitask = options.multitask.unwrap_or_default();
     let new_session_input = || {
         if matches!(input, Input::User(_)) {
             Ok(())
@@ -342,7 +343,7 @@ pub(crate) async fn start(
     check_same(state, head.as_ref(), &options, &shown_id)?;
     tracing::Span::current().record("session_id", id.as_str());
     // Enqueued inputs of one session start in the order they arrived (in this process).
-    let _queued = match options.multitask {
+    let _queued = match multitask {
         Multitask::Enqueue => Some(state.queue(&id).lock_owned().await),
         _ => None,
     };
@@ -352,7 +353,7 @@ pub(crate) async fn start(
         // A run being recovered (its process died) is waited for whatever the strategy: the
         // agent queues the input behind it.
         if session.status() == SessionStatus::Running && !session.is_recovering() {
-            match options.multitask {
+            match multitask {
                 Multitask::Reject => {
                     return Err(ApiError::session_running(&shown_id, run_id(&session)));
                 }
@@ -369,7 +370,7 @@ pub(crate) async fn start(
                 break (stream, after);
             }
             Err(ExecuteError::AlreadyRunning(_))
-                if options.multitask != Multitask::Reject && tries < START_TRIES =>
+                if multitask != Multitask::Reject && tries < START_TRIES =>
             {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
@@ -417,6 +418,39 @@ pub(crate) async fn attach(
         cancel: None,
         ids: Some(ShownId::new(&stored, id)),
     })
+}
+
+/// Forks the caller's session `id` at `at_message` into a new session (`new_id`, a client id;
+/// default: a new UUID); the new session's client id.
+pub(crate) async fn fork(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    at_message: Option<usize>,
+    new_id: Option<String>,
+) -> Result<String, ApiError> {
+    if let Some(new_id) = &new_id {
+        check_id(new_id)?;
+    }
+    let Some((parent, _)) = load_owned(state, caller, id).await? else {
+        return Err(ApiError::session_not_found(id));
+    };
+    let client_id = new_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let options = weft_agent::ForkOptions { id: Some(caller.store_id(&client_id)), at_message };
+    match state.agent.fork_session(&parent, options).await {
+        Ok(_) => Ok(client_id),
+        Err(AgentError::InvalidFork(reason)) => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_fork",
+            reason.replace(&parent.id(), id),
+        )),
+        Err(AgentError::Store(StoreError::AlreadyExists(_))) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "session_exists",
+            format!("a session {} exists already; fork under another id", shown(&client_id)),
+        )),
+        Err(other) => Err(agent_error(other)),
+    }
 }
 
 /// Aborts the session's run; 409 when there is nothing to abort.

@@ -68,7 +68,7 @@ impl Bodies {
     /// `POST /api/chat`, for a chat that does not exist yet.
     pub fn chat(&self, body: &[u8]) -> Result<(), ApiError> {
         let request: chat::ChatRequest = parse_json(body)?;
-        chat::check_trigger(request.trigger.as_deref())?;
+        chat::regenerates(request.trigger.as_deref())?;
         check_id(&request.id)?;
         let (conversation, system) = chat::conversation(&request);
         // An existing chat's answers: the last assistant message's tool parts, as `post` reads

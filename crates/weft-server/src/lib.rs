@@ -83,8 +83,8 @@ use tower_http::trace::TraceLayer;
 use weft_agent::Agent;
 
 pub use api::{
-    AbortResponse, ExecuteContext, ExecuteOptions, ExecuteRequest, Health, Multitask, OnDisconnect,
-    SessionList, SessionView,
+    AbortResponse, ExecuteContext, ExecuteOptions, ExecuteRequest, ForkRequest, Health, Multitask,
+    OnDisconnect, SessionList, SessionView,
 };
 pub use config::{
     ConfigError, ConnectionLimits, DEFAULT_ADDR, DEFAULT_BODY_BYTES, DEFAULT_BODY_TIMEOUT,
@@ -229,12 +229,16 @@ impl Server {
             )
             .route("/api/agent/session/{id}/stream", get(routes::attach))
             .route("/api/agent/session/{id}/abort", post(routes::abort))
+            .route("/api/agent/session/{id}/fork", post(routes::fork))
             .route("/api/agent/sessions", get(routes::list_sessions))
             .route("/api/agent/models", get(models::list))
             .route("/api/agent/ws", get(ws::upgrade))
             .route("/api/ag-ui", post(agui::run))
+            .route("/api/ag-ui/{thread_id}/stop", post(agui::stop))
             .route("/api/chat", post(chat::post))
-            .route("/api/chat/{id}/stream", get(chat::resume));
+            .route("/api/chat/{id}", get(chat::get))
+            .route("/api/chat/{id}/stream", get(chat::resume))
+            .route("/api/chat/{id}/stop", post(chat::stop));
         // The metrics show every owner's use: behind the keys, unless made public.
         let mut operations = Router::new()
             .route("/healthz", get(routes::healthz))

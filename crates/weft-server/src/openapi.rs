@@ -5,8 +5,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::api::{
-    AbortResponse, ExecuteContext, ExecuteOptions, ExecuteRequest, Health, ModeParameters,
-    Multitask, OnDisconnect, SessionList, SessionView,
+    AbortResponse, ExecuteContext, ExecuteOptions, ExecuteRequest, ForkRequest, Health,
+    ModeParameters, Multitask, OnDisconnect, SessionList, SessionView,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -30,13 +30,17 @@ impl Modify for BearerAuth {
         crate::routes::get_session,
         crate::routes::attach,
         crate::routes::abort,
+        crate::routes::fork,
         crate::routes::list_sessions,
         crate::routes::delete_session,
         crate::models::list,
         crate::ws::upgrade,
         crate::agui::run,
+        crate::agui::stop,
         crate::chat::post,
+        crate::chat::get,
         crate::chat::resume,
+        crate::chat::stop,
         crate::routes::healthz,
         crate::routes::readyz,
         crate::routes::metrics,
@@ -44,7 +48,7 @@ impl Modify for BearerAuth {
     ),
     components(schemas(
         ExecuteRequest, ExecuteContext, ExecuteOptions, ModeParameters, Multitask, OnDisconnect,
-        SessionView,
+        SessionView, ForkRequest,
         SessionList, AbortResponse, Health, ErrorBody, ErrorDetail,
         crate::models::ModelList, crate::models::ProviderModels, crate::models::ModelEntry
     )),

@@ -12,7 +12,8 @@ use utoipa::IntoParams;
 
 use crate::AppState;
 use crate::api::{
-    AbortResponse, ExecuteRequest, Health, JsonBody, QueryParams, SessionList, SessionView,
+    AbortResponse, ExecuteRequest, ForkRequest, Health, JsonBody, QueryParams, SessionList,
+    SessionView,
 };
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
@@ -163,6 +164,8 @@ pub(crate) async fn get_session(
     };
     let last_event_seq = handle.last_seq();
     let s = handle.snapshot();
+    let fork = weft_agent::forked_from(&s.options);
+    let branch = weft_agent::latest_branch(&s.options).map(|b| caller.client_id(b).to_string());
     Ok(axum::Json(SessionView {
         pending_tool_calls: s.pending_tool_calls(),
         pending_approvals: s.pending_approvals(),
@@ -180,7 +183,40 @@ pub(crate) async fn get_session(
         step_count: s.step_count,
         created_at: s.created_at,
         updated_at: s.updated_at,
+        parent_id: fork.as_ref().map(|f| caller.client_id(&f.session_id).to_string()),
+        forked_at: fork.map(|f| f.at_message),
+        branch_id: branch,
     }))
+}
+
+/// Fork the session: a new session whose history is its first `atMessage` messages.
+#[utoipa::path(
+    post,
+    path = "/api/agent/session/{id}/fork",
+    tag = "agent",
+    params(("id" = String, Path, description = "The session to fork", pattern = "^[A-Za-z0-9_.:-]{1,128}$")),
+    request_body = ForkRequest,
+    responses(
+        (status = 201, description = "The new session (with `parentId` and `forkedAt`)", body = SessionView),
+        (status = 400, description = "Invalid id or body", body = ErrorBody),
+        (status = 401, description = "Missing or invalid API key", body = ErrorBody),
+        (status = 404, description = "No such session for this caller", body = ErrorBody),
+        (status = 409, description = "The new id is taken", body = ErrorBody),
+        (status = 422, description = "`atMessage` is past the end, or between a tool call and its result", body = ErrorBody),
+        (status = 429, description = "Rate limited", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn fork(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    JsonBody(request): JsonBody<ForkRequest>,
+) -> Result<Response, ApiError> {
+    let forked =
+        execute::fork(&state, &caller, &id, request.at_message, request.session_id).await?;
+    let view = get_session(State(state), Extension(caller), Path(forked)).await?;
+    Ok((StatusCode::CREATED, view).into_response())
 }
 
 /// Attach to the session's live or last run.
@@ -285,6 +321,20 @@ pub(crate) async fn list_sessions(
         })?;
     for head in &mut sessions {
         head.id = caller.client_id(&head.id).to_string();
+        // Links to other sessions, by the ids the caller knows them by.
+        if let Some(options) = head.options.as_object_mut() {
+            if let Some(parent) =
+                options.get_mut(weft_agent::OPTION_FORKED_FROM).and_then(|f| f.get_mut("sessionId"))
+                && let Some(stored) = parent.as_str()
+            {
+                *parent = caller.client_id(stored).into();
+            }
+            if let Some(branch) = options.get_mut(weft_agent::OPTION_BRANCH)
+                && let Some(stored) = branch.as_str()
+            {
+                *branch = caller.client_id(stored).into();
+            }
+        }
     }
     Ok(axum::Json(SessionList { sessions }))
 }

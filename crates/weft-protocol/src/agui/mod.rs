@@ -98,8 +98,21 @@
 //! - Events outside a run (before `session_start` or after `session_end`) cannot be expressed:
 //!   every AG-UI event but `RUN_ERROR` belongs to a run opened by `RUN_STARTED`, which needs the
 //!   run's ids. They produce no frame.
-//! - Compatibility: `pendingToolCallIds` and the `cancelled` outcome are spec 1.0/1.1 fields; the
-//!   strict outcome schema of `@ag-ui/core` 0.0.x rejects them.
+//!
+//! ## Protocol versions
+//!
+//! What a client accepts depends on its AG-UI version ([`AgUiVersion`], set with
+//! [`AgUiEncoder::version`]; the server reads it from `RunAgentInput.protocolVersion`, which
+//! 1.0 clients send and 0.0.x clients do not: [`AgUiVersion::from_protocol_version`]).
+//!
+//! - [`AgUiVersion::V1`] (the default): everything above, exactly.
+//! - [`AgUiVersion::V0`], for `@ag-ui/client` 0.0.x (CopilotKit 1.x bundles 0.0.59): the same
+//!   events, but the only closed objects of 0.0.x, the `RUN_FINISHED` outcomes, are kept to what
+//!   they accept — `{type: "success"}` (`.strict()`: no `pendingToolCallIds`; 0.0.x clients and
+//!   CopilotKit find the calls to run among the streamed tool calls without a result) and
+//!   `{type: "interrupt", interrupts}`. A cancelled run (`aborted`, `max_turns`) has no 0.0.x
+//!   outcome: its `RUN_FINISHED` carries none. Every other event and field is sent as for 1.0:
+//!   0.0.x events are open (`passthrough`), and `REASONING_*` is understood since 0.0.45.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -112,6 +125,28 @@ use weft_core::{
 
 use crate::{Encoder, Frame, event_fields};
 
+/// The AG-UI version a client speaks, as far as what it accepts differs (see the module's
+/// *Protocol versions*).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AgUiVersion {
+    /// `@ag-ui/core` 0.0.x: no `pendingToolCallIds`, no `cancelled` outcome.
+    V0,
+    /// AG-UI 1.0 and later.
+    #[default]
+    V1,
+}
+
+impl AgUiVersion {
+    /// The version of a client from its `RunAgentInput.protocolVersion`: absent (a client from
+    /// before the protocol carried a version, as 1.0 defines it) or a `0.x` is [`Self::V0`];
+    /// any other declared version is [`Self::V1`], the newest this encoder speaks.
+    pub fn from_protocol_version(declared: Option<&str>) -> Self {
+        let Some(declared) = declared else { return Self::V0 };
+        let major = declared.trim().split('.').next().unwrap_or_default();
+        if major.parse::<u64>() == Ok(0) { Self::V0 } else { Self::V1 }
+    }
+}
+
 /// Renders canonical events as AG-UI events. One encoder serves one stream: one run, or several
 /// runs of a session in order.
 #[derive(Debug, Default)]
@@ -120,12 +155,20 @@ pub struct AgUiEncoder {
     run: Option<RunState>,
     /// Calls whose results the client supplied: their `TOOL_CALL_RESULT` is not sent.
     client_answered: HashSet<String>,
+    /// What the client accepts.
+    version: AgUiVersion,
 }
 
 impl AgUiEncoder {
-    /// An encoder for a new stream.
+    /// An encoder for a new stream, for a 1.0 client.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Renders for a client of `version` (default [`AgUiVersion::V1`]).
+    pub fn version(mut self, version: AgUiVersion) -> Self {
+        self.version = version;
+        self
     }
 
     /// Marks calls whose results the client sent in this run's input (the tool messages of its
@@ -148,7 +191,7 @@ impl Encoder for AgUiEncoder {
                 run.fail_incomplete(out);
             }
             push(out, &Ev::RunStarted { thread_id: session_id, run_id });
-            self.run = Some(RunState::new(session_id, run_id));
+            self.run = Some(RunState::new(session_id, run_id, self.version));
             return;
         }
         let Some(run) = self.run.as_mut() else {
@@ -259,6 +302,8 @@ struct RunState {
     pending: Vec<String>,
     /// Calls waiting for approval (`approval_required`).
     approvals: Vec<ToolCall>,
+    /// What the client accepts.
+    version: AgUiVersion,
 }
 
 /// The assistant message being streamed and its open blocks.
@@ -299,7 +344,7 @@ fn message_id(run_id: &str, next_step: &mut Option<u32>, count: &mut u32) -> Str
 }
 
 impl RunState {
-    fn new(thread_id: &str, run_id: &str) -> Self {
+    fn new(thread_id: &str, run_id: &str, version: AgUiVersion) -> Self {
         Self {
             thread_id: thread_id.to_string(),
             run_id: run_id.to_string(),
@@ -310,6 +355,7 @@ impl RunState {
             failure: None,
             pending: Vec::new(),
             approvals: Vec::new(),
+            version,
         }
     }
 
@@ -570,14 +616,18 @@ impl RunState {
                 Outcome::Success { pending_tool_call_ids: Vec::new() }
             }
         };
+        let outcome = match (self.version, outcome) {
+            (AgUiVersion::V1, outcome) => Some(outcome),
+            // 0.0.x: `success` is closed to its `type`, and there is no `cancelled`.
+            (AgUiVersion::V0, Outcome::Success { .. }) => {
+                Some(Outcome::Success { pending_tool_call_ids: Vec::new() })
+            }
+            (AgUiVersion::V0, Outcome::Cancelled) => None,
+            (AgUiVersion::V0, outcome @ Outcome::Interrupt { .. }) => Some(outcome),
+        };
         push(
             out,
-            &Ev::RunFinished {
-                thread_id: &self.thread_id,
-                run_id: &self.run_id,
-                outcome: Some(outcome),
-                usage,
-            },
+            &Ev::RunFinished { thread_id: &self.thread_id, run_id: &self.run_id, outcome, usage },
         );
     }
 

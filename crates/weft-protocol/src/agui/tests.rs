@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, HashSet};
 use serde_json::{Value, json};
 use weft_core::{AgentEvent, ModeProgress, SessionStatus, StopReason};
 
-use super::AgUiEncoder;
 use super::fixtures::{Block, Script, lines, of_type, real_weather_run, texts, weather};
+use super::{AgUiEncoder, AgUiVersion};
 use crate::{Encoder, Frame};
 
 fn encode_with(encoder: &mut AgUiEncoder, events: &[AgentEvent]) -> Vec<Frame> {
@@ -610,4 +610,174 @@ fn concurrent_nodes_of_one_name_get_distinct_step_names() {
     let frames = encode(&events);
     let seen = check(&frames);
     assert_eq!(seen.steps, ["got_node", "got_node:n2"]);
+}
+
+/// The outcome of a `RUN_FINISHED` as `@ag-ui/core` 0.0.x validates it: absent, or one of its
+/// two `.strict()` objects — `{type: "success"}` or `{type: "interrupt", interrupts: [≥ 1]}`
+/// with no other key. Whatever else it is, 0.0.x fails the run.
+fn v0_accepts_outcome(finished: &Value) -> bool {
+    let Some(outcome) = finished.get("outcome") else { return true };
+    let Some(outcome) = outcome.as_object() else { return false };
+    match outcome.get("type").and_then(Value::as_str) {
+        Some("success") => outcome.len() == 1,
+        Some("interrupt") => {
+            outcome.len() == 2
+                && outcome
+                    .get("interrupts")
+                    .and_then(Value::as_array)
+                    .is_some_and(|interrupts| !interrupts.is_empty())
+        }
+        _ => false,
+    }
+}
+
+/// Every scenario's frames for a 0.0.x client and for a 1.0 client.
+fn both_versions(events: &[AgentEvent]) -> (Vec<Frame>, Vec<Frame>) {
+    let mut v0 = AgUiEncoder::new().version(AgUiVersion::V0);
+    let mut old = encode_with(&mut v0, events);
+    v0.finish(&mut old);
+    (old, encode(events))
+}
+
+fn scenarios() -> Vec<(&'static str, Vec<AgentEvent>)> {
+    vec![
+        (
+            "remote",
+            Script::new("s1", "r1", 0)
+                .user("Read the headline")
+                .model(
+                    &[Block::Text("Reading."), Block::Call("c1", "read_page", json!({}))],
+                    StopReason::ToolUse,
+                )
+                .awaiting(&[("c1", "read_page", json!({}))])
+                .end(SessionStatus::AwaitingToolExecution),
+        ),
+        (
+            "approval",
+            Script::new("s1", "r1", 0)
+                .user("Send it")
+                .model(&[Block::Call("c1", "send_email", json!({"to": "a"}))], StopReason::ToolUse)
+                .approval(&[("c1", "send_email", json!({"to": "a"}))])
+                .end(SessionStatus::AwaitingApproval),
+        ),
+        (
+            "aborted",
+            Script::new("s1", "r1", 0)
+                .user("hi")
+                .model(&[Block::Text("Thinking about")], StopReason::Aborted)
+                .end(SessionStatus::Aborted),
+        ),
+        (
+            "max_turns",
+            Script::new("s1", "r1", 0)
+                .model(&[Block::Call("c1", "echo", json!({}))], StopReason::ToolUse)
+                .act(&[("c1", "echo", &["x"], false)])
+                .observe(&[("c1", "echo", "x", false)])
+                .end(SessionStatus::MaxTurns),
+        ),
+        (
+            "error",
+            Script::new("s1", "r1", 0)
+                .user("hi")
+                .model(&[Block::Text("Partial")], StopReason::Error)
+                .end(SessionStatus::Error),
+        ),
+        ("completed", weather("r1")),
+        ("recorded", real_weather_run()),
+    ]
+}
+
+#[test]
+fn the_version_comes_from_the_declared_protocol_version() {
+    for (declared, version) in [
+        (None, AgUiVersion::V0),
+        (Some("0.0.59"), AgUiVersion::V0),
+        (Some("0.1"), AgUiVersion::V0),
+        (Some(" 0 "), AgUiVersion::V0),
+        (Some("1.0"), AgUiVersion::V1),
+        (Some("1.1"), AgUiVersion::V1),
+        (Some("2.0"), AgUiVersion::V1),
+        (Some(""), AgUiVersion::V1),
+        (Some("next"), AgUiVersion::V1),
+        (Some("-1"), AgUiVersion::V1),
+    ] {
+        assert_eq!(AgUiVersion::from_protocol_version(declared), version, "{declared:?}");
+    }
+    assert_eq!(AgUiVersion::default(), AgUiVersion::V1);
+}
+
+#[test]
+fn a_v1_client_gets_exactly_the_default_frames() {
+    for (name, events) in scenarios() {
+        let mut v1 = AgUiEncoder::new().version(AgUiVersion::V1);
+        let mut frames = encode_with(&mut v1, &events);
+        v1.finish(&mut frames);
+        assert_eq!(lines(&frames), lines(&encode(&events)), "{name}");
+    }
+}
+
+#[test]
+fn a_v0_client_gets_the_same_run_with_outcomes_it_accepts() {
+    for (name, events) in scenarios() {
+        let (old, new) = both_versions(&events);
+        check(&old);
+        let (old_v, new_v) = (values(&old), values(&new));
+        // Everything but the run's last event is the same, byte for byte.
+        assert_eq!(old.len(), new.len(), "{name}");
+        assert_eq!(lines(&old)[..old.len() - 1], lines(&new)[..new.len() - 1], "{name}");
+        let (last_old, last_new) = (old_v.last().unwrap(), new_v.last().unwrap());
+        assert_eq!(last_old["type"], last_new["type"], "{name}");
+        for finished in of_type(&old_v, "RUN_FINISHED") {
+            assert!(v0_accepts_outcome(finished), "{name}: 0.0.x rejects {finished}");
+        }
+        // Apart from the outcome, the last event is the same too (ids, usage).
+        let strip = |v: &Value| {
+            let mut v = v.clone();
+            v.as_object_mut().unwrap().remove("outcome");
+            v
+        };
+        assert_eq!(strip(last_old), strip(last_new), "{name}");
+    }
+}
+
+#[test]
+fn a_v0_client_is_told_each_ending_in_its_own_terms() {
+    let outcome_of = |name: &str| {
+        let events = scenarios().into_iter().find(|(n, _)| *n == name).unwrap().1;
+        let (old, new) = both_versions(&events);
+        let last = |frames: &[Frame]| values(frames).last().unwrap().clone();
+        (last(&old).get("outcome").cloned(), last(&new).get("outcome").cloned())
+    };
+    // Client calls: 1.0 names them; 0.0.x finds them among the streamed calls.
+    assert_eq!(
+        outcome_of("remote"),
+        (
+            Some(json!({"type": "success"})),
+            Some(json!({"type": "success", "pendingToolCallIds": ["c1"]}))
+        )
+    );
+    // Stopped: 0.0.x has no `cancelled`, so no outcome (a finished run).
+    assert_eq!(outcome_of("aborted"), (None, Some(json!({"type": "cancelled"}))));
+    assert_eq!(outcome_of("max_turns"), (None, Some(json!({"type": "cancelled"}))));
+    // Interrupts and plain success are the same in both.
+    let (old, new) = outcome_of("approval");
+    assert_eq!(old, new);
+    assert_eq!(old.unwrap()["interrupts"][0]["id"], "c1");
+    assert_eq!(
+        outcome_of("completed"),
+        (Some(json!({"type": "success"})), Some(json!({"type": "success"})))
+    );
+    // A failed run ends with RUN_ERROR in both, no outcome.
+    assert_eq!(outcome_of("error"), (None, None));
+}
+
+#[test]
+fn the_v1_outcomes_that_v0_rejects_are_the_ones_the_v0_check_refuses() {
+    // The check above must be able to fail: 1.0's own endings break it.
+    for name in ["remote", "aborted", "max_turns"] {
+        let events = scenarios().into_iter().find(|(n, _)| *n == name).unwrap().1;
+        let v = values(&encode(&events));
+        let finished = of_type(&v, "RUN_FINISHED");
+        assert!(finished.iter().any(|f| !v0_accepts_outcome(f)), "{name}");
+    }
 }

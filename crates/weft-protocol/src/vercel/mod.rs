@@ -27,11 +27,15 @@
 //! | `tool_execution_delta` | `data-tool-output {data: {toolCallId, delta}, transient: true}` |
 //! | `approval_required` | `tool-approval-request {approvalId: toolCallId, toolCallId}` per call |
 //! | `awaiting_tool_execution` | nothing: a tool part without output is how `useChat` shows a client-side call |
-//! | `state_snapshot` | `data-state {id: "state", data: the state}` (one part, replaced in place) |
-//! | `state_update` | `data-updates {data: {name, state}, transient}` (what a node changed) |
+//! | `state_snapshot` | `data-state {id: "state", data: the state, transient: true}` |
+//! | `state_update` | `data-updates {data: {name, state}, transient: true}` (what a node changed) |
 //! | `checkpoint` | `data-checkpoint {data: its fields, transient: true}` |
-//! | `tot_*`, `got_*` | `data-<type> {data: the event's fields}` |
-//! | `custom` | `data-custom {data: value}` |
+//! | `tot_*`, `got_*` | `data-<type> {data: the event's fields, transient: true}` |
+//! | `custom` | `data-custom {data: value, transient: true}` |
+//!
+//! Every `data-*` part is transient: `useChat` hands it to `onData` and never adds it to the
+//! message, so a page's history holds only the conversation's own parts (a generic renderer
+//! shows no `[data-state]`), and a page that wants Weft's extras reads them in `onData`.
 //! | `error` (a failed model call) | `error {errorText}` |
 //! | `session_end` | `abort` (aborted runs) or `error` (failed runs not yet reported), then `finish {finishReason}` |
 //!
@@ -209,7 +213,7 @@ impl Encoder for VercelEncoder {
             AgentEvent::AwaitingToolExecution { .. } => {}
             AgentEvent::NodeEnter { .. } | AgentEvent::NodeExit { .. } => {}
             AgentEvent::StateSnapshot { state } => {
-                push_data(out, "data-state", Some("state"), state, false);
+                push_data(out, "data-state", Some("state"), state, true);
             }
             AgentEvent::StateUpdate { name, state } => {
                 let update = serde_json::json!({ "name": name, "state": state });
@@ -218,10 +222,10 @@ impl Encoder for VercelEncoder {
             AgentEvent::Checkpoint { .. } => {
                 push_data(out, "data-checkpoint", None, &event_fields(event), true);
             }
-            AgentEvent::Custom { value } => push_data(out, "data-custom", None, value, false),
+            AgentEvent::Custom { value } => push_data(out, "data-custom", None, value, true),
             AgentEvent::Progress(_) => {
                 let kind = format!("data-{}", event.kind());
-                push_data(out, &kind, None, &event_fields(event), false);
+                push_data(out, &kind, None, &event_fields(event), true);
             }
             AgentEvent::Error { error, message } => {
                 let aborted = matches!(

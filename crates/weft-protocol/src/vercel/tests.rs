@@ -524,13 +524,13 @@ fn state_and_progress_events_become_data_parts() {
     assert_eq!(
         p[1..6],
         [
-            json!({"type": "data-state", "id": "state", "data": {"n": 1}}),
+            json!({"type": "data-state", "id": "state", "data": {"n": 1}, "transient": true}),
             json!({"type": "data-updates", "data": {"name": "plan", "state": {"n": 2}}, "transient": true}),
-            json!({"type": "data-tot_evaluate", "data": {"chosen": 1, "scores": [0.5, 0.75]}}),
+            json!({"type": "data-tot_evaluate", "data": {"chosen": 1, "scores": [0.5, 0.75]}, "transient": true}),
             json!({"type": "data-checkpoint", "transient": true, "data": {
                 "checkpointId": "k1", "threadId": "s1", "checkpointNs": "", "step": 0,
                 "timestamp": 5, "state": {}}}),
-            json!({"type": "data-custom", "data": {"kind": "ping"}}),
+            json!({"type": "data-custom", "data": {"kind": "ping"}, "transient": true}),
         ]
     );
 }
