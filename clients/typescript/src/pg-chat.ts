@@ -199,7 +199,7 @@ export class ChatView implements ToolHost {
       const bubble = el("div", { class: "msg user", "data-index": String(index) });
       const text = textOf(message);
       bubble.append(el("span", { class: "text" }, text));
-      const edit = el("button", { type: "button", class: "fork-edit", title: "Edit: a new branch from before this message" }, "✎");
+      const edit = el("button", { type: "button", class: "fork-edit", title: "Edit: a new branch from before this message" }, "✎ edit");
       edit.addEventListener("click", () => this.#hooks.fork(index, text));
       bubble.append(el("div", { class: "msg-tools" }), edit);
       this.root.append(bubble);
@@ -222,7 +222,7 @@ export class ChatView implements ToolHost {
     if (bubble) {
       bubble.dataset.index = String(index);
       if (message.stopReason === "stop" || message.stopReason === "length") {
-        const fork = el("button", { type: "button", class: "fork-here", title: "Branch: a new session from after this answer" }, "⑂");
+        const fork = el("button", { type: "button", class: "fork-here", title: "Branch: a new session from after this answer" }, "↳ fork");
         fork.addEventListener("click", () => this.#hooks.fork(index + 1));
         bubble.append(fork);
       }

@@ -72,11 +72,23 @@ export class SessionList {
   }
 
   #parent(h: Head): string | undefined {
-    return h.parentId ?? this.#known[h.id]?.parentId;
+    return h.parentId ?? this.#known[h.id]?.parentId ?? this.#forkedFrom(h)?.sessionId;
+  }
+
+  /**
+   * A head's own word on where it was forked from (its options' `forkedFrom`), when the session
+   * it names is in the list as such (ids are shown per owner: otherwise the session's view says).
+   */
+  #forkedFrom(h: Head): { sessionId: string; atMessage: number } | undefined {
+    const from = (h.options as { forkedFrom?: { sessionId?: unknown; atMessage?: unknown } } | undefined)?.forkedFrom;
+    if (typeof from?.sessionId !== "string" || typeof from.atMessage !== "number") return undefined;
+    if (!this.#heads.some((other) => other.id === from.sessionId)) return undefined;
+    return { sessionId: from.sessionId, atMessage: from.atMessage };
   }
 
   forkedAt(id: string): number | undefined {
-    return this.head(id)?.forkedAt ?? this.#known[id]?.forkedAt;
+    const head = this.head(id);
+    return head?.forkedAt ?? this.#known[id]?.forkedAt ?? (head ? this.#forkedFrom(head)?.atMessage : undefined);
   }
 
   parentOf(id: string): string | undefined {
@@ -188,6 +200,13 @@ export class SessionList {
         forks.append(item);
       } else roots.push(item);
     }
+    // Forks under their session oldest first (the order of the branch arrows).
+    for (const forks of items.values()) {
+      const ul = forks.querySelector<HTMLElement>(":scope > ul.forks");
+      if (!ul) continue;
+      const created = (li: Element) => this.head((li as HTMLElement).dataset.session ?? "")?.createdAt ?? 0;
+      ul.replaceChildren(...[...ul.children].sort((a, b) => created(a) - created(b)));
+    }
     list.replaceChildren(...roots);
   }
 
@@ -200,7 +219,7 @@ export class SessionList {
     const entry = el("div", { class: "entry" });
     const title = known?.title || (head.messageCount === 0 ? "(empty)" : head.id.slice(0, 8));
     entry.append(el("span", { class: "title" }, shorten(title, 60)));
-    const forkedAt = head.forkedAt ?? known?.forkedAt;
+    const forkedAt = this.forkedAt(head.id);
     const meta = `${head.model} · ${head.messageCount} msgs · ${money(head.cost.total)}${forkedAt !== undefined ? ` · fork @${forkedAt}` : ""}`;
     const line = el("small");
     line.append(el("span", { class: "badge", "data-status": status }, this.#attention.has(head.id) ? "needs you" : (SHORT[status] ?? status)), ` ${meta}`);

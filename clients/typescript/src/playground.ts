@@ -188,7 +188,7 @@ function drawBar(s: Session): void {
   if (forks.length > 0) {
     const span = el("span", { class: "forks" }, `${forks.length} fork${forks.length === 1 ? "" : "s"}:`);
     for (const f of forks) {
-      const link = el("a", { href: "#", "data-session": f.id }, ` ⑂${list.forkedAt(f.id) ?? "?"} ${shorten(list.known(f.id).title || f.id.slice(0, 8), 24)}`);
+      const link = el("a", { href: "#", "data-session": f.id }, ` ↳@${list.forkedAt(f.id) ?? "?"} ${shorten(list.known(f.id).title || f.id.slice(0, 8), 24)}`);
       link.addEventListener("click", (e) => {
         e.preventDefault();
         void open(f.id).catch(showError);

@@ -564,14 +564,9 @@ describe("the playground in Chromium", { skip: !executable }, () => {
     await shot(p, "trace-timings");
   });
 
-  test("fork: a branch from a message, with branch navigation between the two", async (t) => {
-    const weft = await startWeft("slow.json");
+  test("fork: ✎ on a message makes a branch before it, ⑂ on an answer one after it; branch navigation between them", async (t) => {
+    const weft = await startWeft("echo.json");
     t.after(() => weft.stop());
-    const doc = (await (await fetch(`${weft.base}/openapi.json`)).json()) as { paths: Record<string, unknown> };
-    if (!doc.paths["/api/agent/session/{id}/fork"]) {
-      t.todo("POST /api/agent/session/{id}/fork is not on this server yet");
-      return;
-    }
     const p = await page(t, weft);
     await send(p, "Tell me a story");
     await completed(p);
@@ -586,7 +581,7 @@ describe("the playground in Chromium", { skip: !executable }, () => {
     await p.click("#send");
     await completed(p);
     const client = new WeftClient({ baseUrl: weft.base });
-    const view = (await client.getSession(child!)) as Awaited<ReturnType<WeftClient["getSession"]>> & { parentId?: string; forkedAt?: number };
+    const view = await client.getSession(child!);
     assert.equal(view.parentId, parent);
     assert.equal(view.forkedAt, 0);
     assert.equal(view.messages[0]?.role === "user" && view.messages[0].content[0]?.type === "text" && view.messages[0].content[0].text, "Tell me another story");
@@ -598,48 +593,58 @@ describe("the playground in Chromium", { skip: !executable }, () => {
     await p.waitForFunction((id) => localStorage.getItem("weft.playground.session") === id, parent);
     await p.waitForSelector('#chat .msg[data-index="0"] .branch-nav .position:text("1/2")');
     assert.equal(await p.locator("#chat .msg.user .text").first().textContent(), "Tell me a story");
+    // ⑂ on the last answer (message 3): a fork keeping all four messages, shown at once.
+    await p.hover('#chat .msg.assistant[data-index="3"]');
+    await p.click('#chat .msg.assistant[data-index="3"] .fork-here');
+    await p.waitForFunction((id) => localStorage.getItem("weft.playground.session") !== id, parent);
+    const after = await p.evaluate(() => localStorage.getItem("weft.playground.session"));
+    assert.equal(await p.locator("#chat .msg").count(), 3, "the kept conversation (a user message, two answers)");
+    await send(p, "And then?");
+    await completed(p);
+    const continued = await client.getSession(after!);
+    assert.equal(continued.parentId, parent);
+    assert.equal(continued.forkedAt, 4);
+    assert.deepEqual(continued.messages.map((m) => m.role), ["user", "assistant", "toolResult", "assistant", "user", "assistant", "toolResult", "assistant"]);
+    assert.equal(await p.locator("#chat .msg.user").count(), 2);
+    await p.waitForSelector(`#sessions li[data-session="${parent}"] ul.forks li[data-session="${after}"]`);
+    await shot(p, "fork-after-answer");
   });
 
-  test("branch navigation: forks nest under their session, ‹ k/n › goes between branches (the fork fields added to real responses)", async (t) => {
-    // Until the server forks, two real sessions and the fields it will give a fork (`parentId`,
-    // `forkedAt`), added to its list and session responses: the second is a fork of the first
-    // at message 0.
+  test("branch navigation: forks made through the API nest under their session, ‹ k/n › goes between the branches", async (t) => {
     const weft = await startWeft("echo.json");
     t.after(() => weft.stop());
     const client = new WeftClient({ baseUrl: weft.base });
     const a = (await client.execute("A first question", { context: { messages: [] } }).result()).sessionId;
-    const b = (await client.execute("An edited first question", { context: { messages: [] } }).result()).sessionId;
-    const fork = { parentId: a, forkedAt: 0 };
-    const p = await page(t, weft, [], async (context) => {
-      await context.route(
-        (url) => url.pathname === "/api/agent/sessions",
-        async (route) => {
-          const response = await route.fetch();
-          const body = (await response.json()) as { sessions: { id: string }[] };
-          for (const head of body.sessions) if (head.id === b) Object.assign(head, fork);
-          await route.fulfill({ response, json: body });
-        },
-      );
-      await context.route(
-        (url) => url.pathname === `/api/agent/session/${b}`,
-        async (route) => {
-          const response = await route.fetch();
-          await route.fulfill({ response, json: { ...((await response.json()) as object), ...fork } });
-        },
-      );
-    });
+    // Two forks of it at message 0, each asked something else (another client's doing).
+    const forks: string[] = [];
+    for (const text of ["An edited first question", "Another edit"]) {
+      const response = await fetch(`${weft.base}/api/agent/session/${a}/fork`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ atMessage: 0 }) });
+      assert.equal(response.status, 201);
+      const { id } = (await response.json()) as { id: string };
+      await client.execute(text, { sessionId: id }).result();
+      forks.push(id);
+    }
+    const [b, c] = forks as [string, string];
+    const p = await page(t, weft);
     await p.waitForSelector(`#sessions li[data-session="${a}"] > ul.forks > li[data-session="${b}"]`);
+    await p.waitForSelector(`#sessions li[data-session="${a}"] > ul.forks > li[data-session="${c}"]`);
     await p.click(`#sessions li[data-session="${a}"] > .entry`);
-    await p.waitForSelector('#chat .msg[data-index="0"] .branch-nav .position:text("1/2")');
-    assert.match((await p.locator("#session-bar").textContent()) ?? "", /1 fork:/);
+    await p.waitForSelector('#chat .msg[data-index="0"] .branch-nav .position:text("1/3")');
+    assert.match((await p.locator("#session-bar").textContent()) ?? "", /2 forks:/);
     await shot(p, "branches-parent");
     await p.click("#chat .branch-nav .next");
     await p.waitForFunction((id) => localStorage.getItem("weft.playground.session") === id, b);
-    await p.waitForSelector('#chat .msg[data-index="0"] .branch-nav .position:text("2/2")');
+    await p.waitForSelector('#chat .msg[data-index="0"] .branch-nav .position:text("2/3")');
     assert.equal(await p.locator("#chat .msg.user .text").first().textContent(), "An edited first question");
     assert.match((await p.locator("#session-bar .parent-link").textContent()) ?? "", /forked from A first question at message 0/);
     await completed(p);
     await shot(p, "branches-fork");
+    await p.click("#chat .branch-nav .next");
+    await p.waitForFunction((id) => localStorage.getItem("weft.playground.session") === id, c);
+    await p.waitForSelector('#chat .msg[data-index="0"] .branch-nav .position:text("3/3")');
+    assert.equal(await p.locator("#chat .msg.user .text").first().textContent(), "Another edit");
+    assert.equal(await p.isDisabled("#chat .branch-nav .next"), true, "the last branch");
+    await p.click("#chat .branch-nav .prev");
     await p.click("#chat .branch-nav .prev");
     await p.waitForFunction((id) => localStorage.getItem("weft.playground.session") === id, a);
     assert.equal(await p.locator("#chat .msg.user .text").first().textContent(), "A first question");
