@@ -458,7 +458,9 @@ async function load(s) {
     if (s.extras.parentId !== undefined && s.extras.forkedAt !== undefined)
         s.chat.drawMessages(view.messages.slice(0, s.extras.forkedAt));
     setStatus(s, view.status);
-    await followNative(s);
+    // A fork that has not run yet has no log to read.
+    if (view.lastEventSeq > 0 || view.status === "running")
+        await followNative(s);
     if (s === current)
         drawBranches(s);
     await settle(s);

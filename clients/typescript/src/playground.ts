@@ -444,7 +444,8 @@ async function load(s: Session): Promise<void> {
   // A fork starts with its parent's messages, which its own log does not repeat.
   if (s.extras.parentId !== undefined && s.extras.forkedAt !== undefined) s.chat.drawMessages(view.messages.slice(0, s.extras.forkedAt));
   setStatus(s, view.status);
-  await followNative(s);
+  // A fork that has not run yet has no log to read.
+  if (view.lastEventSeq > 0 || view.status === "running") await followNative(s);
   if (s === current) drawBranches(s);
   await settle(s);
 }

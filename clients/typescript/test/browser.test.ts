@@ -599,6 +599,11 @@ describe("the playground in Chromium", { skip: !executable }, () => {
     await p.waitForFunction((id) => localStorage.getItem("weft.playground.session") !== id, parent);
     const after = await p.evaluate(() => localStorage.getItem("weft.playground.session"));
     assert.equal(await p.locator("#chat .msg").count(), 3, "the kept conversation (a user message, two answers)");
+    // Reloaded before it ever ran: drawn from the session's messages (its log is empty).
+    await p.reload();
+    await p.waitForSelector("#send:not([disabled])");
+    assert.equal(await p.locator("#chat .msg").count(), 3);
+    assert.match((await p.locator("#session-bar .parent-link").textContent()) ?? "", /at message 4/);
     await send(p, "And then?");
     await completed(p);
     const continued = await client.getSession(after!);
