@@ -16,16 +16,19 @@ export interface Weft {
   stop(): Promise<void>;
 }
 
-export async function startWeft(script: string, options: { apiKeys?: string } = {}): Promise<Weft> {
+/** The repository's root (scripts named with a folder, `examples/scripts/tot.json`, are found from it). */
+export const repoRoot = join(testDir, "..", "..", "..");
+
+export async function startWeft(script: string, options: { apiKeys?: string; models?: object[] } = {}): Promise<Weft> {
   const home = mkdtempSync(join(tmpdir(), "weft-ts-"));
   const models = join(home, "models.json");
-  writeFileSync(models, JSON.stringify({ models: [{ provider: "faux", id: "faux", prices: { input: 2, output: 8 } }] }));
+  writeFileSync(models, JSON.stringify({ models: [{ provider: "faux", id: "faux", prices: { input: 2, output: 8 } }, ...(options.models ?? [])] }));
   const env: Record<string, string> = { ...(process.env as Record<string, string>), WEFT_HOME: home, NO_COLOR: "1" };
   for (const name of ["WEFT_ADDR", "WEFT_STORE", "WEFT_PROVIDER", "WEFT_MODEL", "WEFT_API_KEYS", "WEFT_CORS_ORIGINS", "RUST_LOG"]) delete env[name];
   if (options.apiKeys) env.WEFT_API_KEYS = options.apiKeys;
   const child: ChildProcess = spawn(
     process.env.WEFT_BIN!,
-    ["serve", "--script", join(testDir, "scripts", script), "--store", "memory", "--addr", "127.0.0.1:0", "--models", models, "--model", "faux"],
+    ["serve", "--script", script.includes("/") ? join(repoRoot, script) : join(testDir, "scripts", script), "--store", "memory", "--addr", "127.0.0.1:0", "--models", models, "--model", "faux"],
     { env, stdio: ["ignore", "ignore", "pipe"] },
   );
   const lines = createInterface({ input: child.stderr! });

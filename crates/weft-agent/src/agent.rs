@@ -577,6 +577,14 @@ impl Agent {
         self.inner.providers.iter().map(|p| p.name.clone()).collect()
     }
 
+    /// The providers sessions may pick, the default first, each with the model a new session on
+    /// it gets when it names none.
+    pub fn provider_models(&self) -> Vec<(String, String)> {
+        let model =
+            |p: &NamedProvider| p.model.clone().unwrap_or_else(|| self.inner.config.model.clone());
+        self.inner.providers.iter().map(|p| (p.name.clone(), model(p))).collect()
+    }
+
     /// The specs of the agent's local tools.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
         self.inner.tools.snapshot().specs().cloned().collect()

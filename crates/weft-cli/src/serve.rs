@@ -160,6 +160,7 @@ fn plan(args: &ServeArgs, config: &ServeConfig) -> anyhow::Result<Plan> {
         builder = builder.end_commit_timeout(timeout);
     }
     let mut settings = Settings::new(provider);
+    settings.models = registry;
     settings.api_keys = config.api_keys.clone();
     settings.max_turns = max_turns;
     if let Some(bytes) = config.body_bytes {

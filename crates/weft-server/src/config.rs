@@ -164,6 +164,9 @@ pub struct Settings {
     /// What a front end's new message (`/api/chat`, `/api/ag-ui`) does while the session's run
     /// goes on, unless the request's options say: interrupt it (the default), wait, or refuse.
     pub frontend_multitask: crate::api::Multitask,
+    /// The model registry (`GET /api/agent/models` lists its models of each provider); the
+    /// built-in one by default, with a `--models` file's additions when the CLI was given one.
+    pub models: std::sync::Arc<weft_llm::models::ModelRegistry>,
 }
 
 impl std::fmt::Debug for Settings {
@@ -214,6 +217,7 @@ impl Settings {
             ws_send_queue: DEFAULT_WS_SEND_QUEUE,
             ws_send_timeout: DEFAULT_WS_SEND_TIMEOUT,
             frontend_multitask: crate::api::Multitask::Interrupt,
+            models: weft_llm::models::ModelRegistry::builtin(),
         }
     }
 }

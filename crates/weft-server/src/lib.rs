@@ -12,6 +12,7 @@
 //! | `GET /api/agent/session/{id}/stream` | attach to the live or last run; `Last-Event-ID` or `?after=` resumes after that event |
 //! | `POST /api/agent/session/{id}/abort` | abort the run (409: nothing to abort) |
 //! | `GET /api/agent/sessions`, `DELETE /api/agent/session/{id}` | list / delete the caller's sessions |
+//! | `GET /api/agent/models` | the providers a new session may pick, each with its default model and the registry's models ([`ModelList`]) |
 //! | `GET /api/agent/ws` | the same over WebSocket text frames (see the `ws` module source) |
 //! | `POST /api/ag-ui` | AG-UI 1.0: `RunAgentInput` in, AG-UI events out (see the `agui` module source) |
 //! | `POST /api/chat`, `GET /api/chat/{id}/stream` | the Vercel AI SDK's `useChat` (6 and 7): its request in, the UI message stream out; the GET resumes the running stream (204: none) |
@@ -56,6 +57,7 @@ mod frontends;
 pub mod fuzzing;
 mod ids;
 mod metrics;
+mod models;
 mod openapi;
 mod playground;
 mod routes;
@@ -95,6 +97,7 @@ pub use config::{
 };
 pub use conn::FD_RESERVE;
 pub use error::{ApiError, ErrorBody, ErrorDetail};
+pub use models::{ModelEntry, ModelList, ProviderModels};
 
 /// What every handler shares.
 pub(crate) struct AppState {
@@ -228,6 +231,7 @@ impl Server {
             .route("/api/agent/session/{id}/abort", post(routes::abort))
             .route("/api/agent/session/{id}/fork", post(routes::fork))
             .route("/api/agent/sessions", get(routes::list_sessions))
+            .route("/api/agent/models", get(models::list))
             .route("/api/agent/ws", get(ws::upgrade))
             .route("/api/ag-ui", post(agui::run))
             .route("/api/ag-ui/{thread_id}/stop", post(agui::stop))

@@ -33,6 +33,7 @@ impl Modify for BearerAuth {
         crate::routes::fork,
         crate::routes::list_sessions,
         crate::routes::delete_session,
+        crate::models::list,
         crate::ws::upgrade,
         crate::agui::run,
         crate::agui::stop,
@@ -48,7 +49,8 @@ impl Modify for BearerAuth {
     components(schemas(
         ExecuteRequest, ExecuteContext, ExecuteOptions, ModeParameters, Multitask, OnDisconnect,
         SessionView, ForkRequest,
-        SessionList, AbortResponse, Health, ErrorBody, ErrorDetail
+        SessionList, AbortResponse, Health, ErrorBody, ErrorDetail,
+        crate::models::ModelList, crate::models::ProviderModels, crate::models::ModelEntry
     )),
     modifiers(&BearerAuth),
 )]

@@ -23,12 +23,22 @@ macro_rules! client_file {
 
 const INDEX: &str = client_file!("playground/index.html");
 
+const JS: &str = "text/javascript; charset=utf-8";
+
 /// The assets under `/playground/`: name, content type, content.
-const ASSETS: [(&str, &str, &str); 4] = [
+const ASSETS: [(&str, &str, &str); 12] = [
     ("style.css", "text/css; charset=utf-8", client_file!("playground/style.css")),
-    ("playground.js", "text/javascript; charset=utf-8", client_file!("dist/playground.js")),
-    ("client.js", "text/javascript; charset=utf-8", client_file!("dist/client.js")),
-    ("sse.js", "text/javascript; charset=utf-8", client_file!("dist/sse.js")),
+    ("playground.js", JS, client_file!("dist/playground.js")),
+    ("client.js", JS, client_file!("dist/client.js")),
+    ("sse.js", JS, client_file!("dist/sse.js")),
+    ("pg-chat.js", JS, client_file!("dist/pg-chat.js")),
+    ("pg-inspector.js", JS, client_file!("dist/pg-inspector.js")),
+    ("pg-reasoning.js", JS, client_file!("dist/pg-reasoning.js")),
+    ("pg-sessions.js", JS, client_file!("dist/pg-sessions.js")),
+    ("pg-settings.js", JS, client_file!("dist/pg-settings.js")),
+    ("pg-tools.js", JS, client_file!("dist/pg-tools.js")),
+    ("pg-trace.js", JS, client_file!("dist/pg-trace.js")),
+    ("pg-util.js", JS, client_file!("dist/pg-util.js")),
 ];
 
 /// Only the page's own scripts and styles; it talks to this origin only.

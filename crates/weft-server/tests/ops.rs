@@ -62,6 +62,7 @@ async fn openapi_describes_every_endpoint() {
         ("/api/agent/session/{id}/abort", "post"),
         ("/api/agent/session/{id}/fork", "post"),
         ("/api/agent/sessions", "get"),
+        ("/api/agent/models", "get"),
         ("/api/agent/ws", "get"),
         ("/api/ag-ui", "post"),
         ("/api/chat", "post"),
@@ -76,7 +77,7 @@ async fn openapi_describes_every_endpoint() {
     ] {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing");
     }
-    assert_eq!(paths.len(), 17, "an endpoint is described that the router does not have");
+    assert_eq!(paths.len(), 18, "an endpoint is described that the router does not have");
     let execute = &paths["/api/agent/execute"]["post"];
     for status in ["200", "400", "401", "404", "409", "413", "422", "429"] {
         assert!(execute["responses"].get(status).is_some(), "execute lacks {status}");
