@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use axum::Extension;
 use axum::extract::{Path, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use weft_core::{
@@ -366,6 +366,7 @@ pub(crate) fn options(input: &RunAgentInput) -> Result<ExecuteOptions, ApiError>
     responses(
         (status = 200, description = "AG-UI events (SSE): `RUN_STARTED` … `RUN_FINISHED` (outcome `success` with `pendingToolCallIds` for client tools, `interrupt` for approvals) or `RUN_ERROR`. A request the server cannot take (malformed, another owner's thread, answers for unknown calls) is answered here too: `RUN_STARTED`, then `RUN_ERROR` whose `message` says why and whose `code` is the error's code",
          content_type = "text/event-stream", body = String),
+        (status = 400, description = "The body is not a `RunAgentInput`: not JSON, or the wrong shape (the message says where)", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 413, description = "The body is larger than this server accepts", body = ErrorBody),
         (status = 429, description = "Rate limited", body = ErrorBody),
@@ -377,15 +378,16 @@ pub(crate) async fn run(
     Extension(caller): Extension<Caller>,
     body: Result<JsonBody<RunAgentInput>, ApiError>,
 ) -> Response {
-    let (thread, run) = match &body {
-        Ok(JsonBody(input)) => (input.thread_id.clone(), input.run_id.clone()),
-        Err(_) => (String::new(), None),
+    // A body that is not a `RunAgentInput` (not JSON, the wrong shape) is a client's bug, never
+    // something an AG-UI client sends: a plain 4xx. What a page can meet comes in the stream.
+    let input = match body {
+        Ok(JsonBody(input)) => input,
+        Err(error) => return error.into_response(),
     };
-    let result = match body {
-        Ok(JsonBody(input)) => agent_run(state, caller, input).await,
-        Err(error) => Err(error),
-    };
-    result.unwrap_or_else(|error| error_stream(&error, &thread, run.as_deref()))
+    let (thread, run) = (input.thread_id.clone(), input.run_id.clone());
+    agent_run(state, caller, input)
+        .await
+        .unwrap_or_else(|error| error_stream(&error, &thread, run.as_deref()))
 }
 
 /// A run's ids as the client gave them (a new run id when it gave none).

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use weft_core::{
@@ -323,6 +323,7 @@ pub(crate) fn regenerates(trigger: Option<&str>) -> Result<bool, ApiError> {
     responses(
         (status = 200, description = "The UI message stream (SSE, header `x-vercel-ai-ui-message-stream: v1`, ends with `[DONE]`). A request the server cannot take is answered here too, as one `error` part whose `errorText` says why (`useChat` shows it as its error)",
          content_type = "text/event-stream", body = String),
+        (status = 400, description = "The body is not a chat request: not JSON, or the wrong shape (the message says where)", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 413, description = "The body is larger than this server accepts", body = ErrorBody),
         (status = 429, description = "Rate limited", body = ErrorBody),
@@ -334,11 +335,13 @@ pub(crate) async fn post(
     Extension(caller): Extension<Caller>,
     body: Result<JsonBody<ChatRequest>, ApiError>,
 ) -> Response {
-    let result = match body {
-        Ok(JsonBody(request)) => chat(state, caller, request).await,
-        Err(error) => Err(error),
+    // A body that is not a chat request (not JSON, the wrong shape) is a client's bug, never
+    // something useChat sends: a plain 4xx. What a page can meet comes in the stream.
+    let request = match body {
+        Ok(JsonBody(request)) => request,
+        Err(error) => return error.into_response(),
     };
-    result.unwrap_or_else(|error| error_stream(&error))
+    chat(state, caller, request).await.unwrap_or_else(|error| error_stream(&error))
 }
 
 /// An error as the UI message stream says it: one `error` part, then the end.

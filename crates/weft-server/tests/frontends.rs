@@ -72,7 +72,7 @@ fn chat_request(id: &str) -> Value {
 }
 
 #[tokio::test]
-async fn bad_bodies_are_refused_in_the_stream_saying_where() {
+async fn bad_bodies_are_refused_saying_where() {
     let server = start(weather_script()).await;
     for (path, body, needle) in [
         ("/api/ag-ui", json!({"runId": "r", "messages": []}), "threadId"),
@@ -139,16 +139,43 @@ async fn bad_bodies_are_refused_in_the_stream_saying_where() {
         ),
     ] {
         let response = server.post(path, None).body(body.to_string()).send().await.unwrap();
-        let (code, message) = refusal_of(response).await;
-        assert!(!code.is_empty(), "{path} {body}");
+        // A body of the wrong shape is a client's bug (official clients never send one): a
+        // 400 saying where. A well-formed request refused is said in the stream, as the page's
+        // library shows errors.
+        let message = if response.headers().get("x-weft-error").is_some() {
+            refusal_of(response).await.1
+        } else {
+            let (status, code, message) = error_of(response).await;
+            assert_eq!((status, code.as_str()), (400, "bad_request"), "{path} {body}");
+            message
+        };
         assert!(message.contains(needle), "{path} {body}: {message:?} should name {needle:?}");
     }
     for path in ["/api/chat", "/api/ag-ui"] {
         let response = server.post(path, None).body("{\"id\": ").send().await.unwrap();
-        let (code, message) = refusal_of(response).await;
-        assert_eq!(code, "bad_request", "{path}");
+        let (status, _, message) = error_of(response).await;
+        assert_eq!(status, 400, "{path}");
         assert!(message.starts_with("malformed JSON at line 1"), "{message}");
     }
+    // A well-formed request the server cannot take, in the stream of each protocol.
+    let response = server
+        .post("/api/chat", None)
+        .json(&json!({"id": "c", "messages": [], "trigger": "regenerate-everything"}))
+        .send()
+        .await
+        .unwrap();
+    let (code, message) = refusal_of(response).await;
+    assert_eq!(code, "bad_request");
+    assert!(message.contains("unknown trigger"), "{message}");
+    let response = server
+        .post("/api/ag-ui", None)
+        .json(&json!({"threadId": "t", "messages": [{"role": "assistant", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    let (code, message) = refusal_of(response).await;
+    assert_eq!(code, "user_message_required");
+    assert!(message.contains("must end with a user message"), "{message}");
 }
 
 #[tokio::test]
