@@ -9,6 +9,8 @@
 //!   session waits for, or the `resume[]` answers to its interrupts. A request with nothing new
 //!   re-attaches to the thread's live run (or gets its last run again): that is how a client
 //!   reconnects.
+//! - A client whose `messages` lack some of the thread's (by user message id, or by count without
+//!   ids) gets `MESSAGES_SNAPSHOT` with the whole conversation right after `RUN_STARTED`.
 //! - `tools` are the client's tools, remote tools for Weft (a tool named like one of the server's
 //!   own runs on the server). `metadata.requiresApproval: true` (or `requiresApproval: true`)
 //!   makes every call of it wait for approval. Tools are fixed when the thread is created.
@@ -438,6 +440,10 @@ async fn agent_run(
             _ => None,
         })
         .collect();
+    // The conversation as the session has it, for a client whose messages lack it (a reloaded
+    // page, a client sending only its new message): sent as `MESSAGES_SNAPSHOT` once the run
+    // has started.
+    let mut history_snapshot = None;
     let (target, plan) = match &chat {
         None => match conversation.last_user.clone() {
             Some(user) => (input.thread_id.clone(), Plan::Run(Input::User(user))),
@@ -465,7 +471,15 @@ async fn agent_run(
             } else {
                 let last_user = conversation.last_user.as_ref();
                 match frontends::intent(session, last_user, conversation.user_count, false) {
-                    Intent::New(user) => (chat.current.clone(), Plan::Run(Input::User(user))),
+                    Intent::New(user) => {
+                        if lacks_history(session, &conversation) {
+                            let mut messages = agui_messages(session, &chat.current);
+                            messages
+                                .extend(agui_messages_of(&[Message::User(user.clone())], "new"));
+                            history_snapshot = Some(messages);
+                        }
+                        (chat.current.clone(), Plan::Run(Input::User(user)))
+                    }
                     Intent::Fork { at, message } => {
                         let branch = frontends::fork(&state, &caller, chat, at).await?;
                         (branch, Plan::Run(Input::User(message)))
@@ -500,8 +514,90 @@ async fn agent_run(
             .version(AgUiVersion::from_protocol_version(input.protocol_version.as_deref())),
         state: client_state,
         session_id: String::new(),
+        history: history_snapshot,
     };
     Ok(frontends::sse(state, streamed, Box::new(encoder), None))
+}
+
+/// Whether the request's messages lack some of the session's: a user message of the session
+/// whose id the request does not carry, or (without ids) fewer user messages than it has.
+fn lacks_history(session: &weft_core::Session, conversation: &Conversation) -> bool {
+    let sent: std::collections::HashSet<&str> = conversation
+        .history
+        .iter()
+        .filter_map(|m| match m {
+            Message::User(u) => u.id.as_deref(),
+            _ => None,
+        })
+        .collect();
+    let mut stored = 0;
+    for message in session.messages.iter() {
+        if let Message::User(user) = message {
+            stored += 1;
+            if user.id.as_deref().is_some_and(|id| !sent.contains(id)) {
+                return true;
+            }
+        }
+    }
+    // The request's user messages but its new one.
+    conversation.user_count.saturating_sub(1) < stored
+}
+
+/// `session`'s conversation as AG-UI messages (`thread`: the prefix of ids it does not have).
+fn agui_messages(session: &weft_core::Session, thread: &str) -> Vec<Value> {
+    let messages: Vec<Message> = session.messages.iter().cloned().collect();
+    agui_messages_of(&messages, thread)
+}
+
+fn agui_messages_of(messages: &[Message], thread: &str) -> Vec<Value> {
+    let mut out = Vec::with_capacity(messages.len());
+    for (i, message) in messages.iter().enumerate() {
+        let generated = format!("{thread}-m{i}");
+        match message {
+            Message::User(user) => out.push(json!({
+                "id": user.id.as_deref().unwrap_or(&generated),
+                "role": "user",
+                "content": user.text_content(),
+            })),
+            Message::Assistant(assistant) => {
+                let text: String = assistant
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        AssistantContent::Text(t) => Some(t.text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                let calls: Vec<Value> = assistant
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        AssistantContent::ToolCall(call) => Some(json!({
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": call.arguments.to_string()},
+                        })),
+                        _ => None,
+                    })
+                    .collect();
+                let mut m = json!({"id": generated, "role": "assistant"});
+                if !text.is_empty() {
+                    m["content"] = text.into();
+                }
+                if !calls.is_empty() {
+                    m["toolCalls"] = calls.into();
+                }
+                out.push(m);
+            }
+            Message::ToolResult(result) => out.push(json!({
+                "id": generated,
+                "role": "tool",
+                "toolCallId": result.tool_call_id,
+                "content": result.text_content(),
+            })),
+        }
+    }
+    out
 }
 
 /// Stop the thread's run (what a page's stop button should call beside `abortRun()`).
@@ -552,6 +648,8 @@ struct AgUiStream {
     state: Option<Value>,
     /// The session, once the run has started.
     session_id: String,
+    /// `MESSAGES_SNAPSHOT` to send once the run has started (the client lacked the history).
+    history: Option<Vec<Value>>,
 }
 
 impl AgUiStream {
@@ -591,6 +689,11 @@ impl Encoder for AgUiStream {
         }
         let start = out.len();
         self.inner.encode(event, out);
+        if matches!(event, AgentEvent::SessionStart { .. })
+            && let Some(messages) = self.history.take()
+        {
+            out.push(Frame::json(&json!({ "type": "MESSAGES_SNAPSHOT", "messages": messages })));
+        }
         if let AgentEvent::SessionEnd { session_id, status, .. } = event
             && out.len() > start
         {

@@ -517,8 +517,37 @@ async fn an_ag_ui_thread_matches_messages_by_id() {
     let text =
         server.post("/api/ag-ui", None).json(&last).send().await.unwrap().text().await.unwrap();
     assert_eq!(agui_text(&text), "Answer two.");
+    // The client lacked the history: it gets the conversation right after RUN_STARTED.
+    let events: Vec<Value> = parse_sse(&text).iter().map(json_of).collect();
+    assert_eq!(events[0]["type"], "RUN_STARTED");
+    assert_eq!(events[1]["type"], "MESSAGES_SNAPSHOT", "{events:?}");
+    let snapshot = events[1]["messages"].as_array().unwrap();
+    let shown: Vec<(&str, &str, &str)> = snapshot
+        .iter()
+        .map(|m| {
+            (m["id"].as_str().unwrap(), m["role"].as_str().unwrap(), m["content"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(shown[0], ("u1", "user", "Hi"));
+    assert_eq!((shown[1].1, shown[1].2), ("assistant", "Answer one."));
+    assert_eq!(shown[2], ("u2", "user", "More"));
+    assert_eq!(shown.len(), 3);
+    // A client that has it all gets none.
+    let full = json!({"threadId": "t", "runId": "r4", "messages": [
+        {"id": "u1", "role": "user", "content": "Hi"},
+        {"id": "a1", "role": "assistant", "content": "Answer one."},
+        {"id": "u2", "role": "user", "content": "More"},
+        {"id": "a2", "role": "assistant", "content": "Answer two."},
+        {"id": "u3", "role": "user", "content": "Last"}]});
+    let text =
+        server.post("/api/ag-ui", None).json(&full).send().await.unwrap().text().await.unwrap();
+    assert_eq!(agui_text(&text), "Answer three.");
+    assert!(!text.contains("MESSAGES_SNAPSHOT"), "{text}");
     let session = server.settled("t").await;
-    assert_eq!(user_texts(&session), [("u1".into(), "Hi".into()), ("u2".into(), "More".into())]);
+    assert_eq!(
+        user_texts(&session),
+        [("u1".into(), "Hi".into()), ("u2".into(), "More".into()), ("u3".into(), "Last".into())]
+    );
 }
 
 /// A client-side tool that needs approval, approved but not run at once: the approval's
