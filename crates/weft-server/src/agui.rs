@@ -3,12 +3,13 @@
 //!
 //! - `threadId` is the session (created on the first run, owned by the caller's API key; another
 //!   owner's thread is a 404). `runId` is the client's: the run's events carry Weft's own run id.
-//! - `messages` is the whole conversation. On a new thread everything before the last user
-//!   message becomes the session's history; on an existing one, the request's input is what is
-//!   new: a user message beyond those the session has, the `tool` messages answering the calls the
-//!   session waits for, or the `resume[]` answers to its interrupts. A request with nothing new
-//!   re-attaches to the thread's live run (or gets its last run again): that is how a client
-//!   reconnects.
+//! - `messages` is the client's view of the conversation. On a new thread everything before the
+//!   last user message becomes the session's history; on an existing one, the request's input is
+//!   what is new: a user message the session has not seen (matched by message id), the `tool`
+//!   messages answering the calls the session waits for, or the `resume[]` answers to its
+//!   interrupts; an edited user message forks the thread (see `frontends`). A request with
+//!   nothing new follows the thread's run under way (that is how a client reconnects), or gets
+//!   `RUN_STARTED` + `RUN_FINISHED` when none is. `POST /api/ag-ui/{threadId}/stop` stops it.
 //! - A client whose `messages` lack some of the thread's (by user message id, or by count without
 //!   ids) gets `MESSAGES_SNAPSHOT` with the whole conversation right after `RUN_STARTED`.
 //! - `tools` are the client's tools, remote tools for Weft (a tool named like one of the server's

@@ -1,22 +1,26 @@
-//! `POST /api/chat` and `GET /api/chat/{id}/stream`: the Vercel AI SDK's `useChat` (AI SDK 6
-//! and 7, `DefaultChatTransport`). The UI message stream out (rendered by
-//! `weft_protocol::vercel`), with the header `x-vercel-ai-ui-message-stream: v1`.
+//! `POST /api/chat`, `GET /api/chat/{id}`, `GET /api/chat/{id}/stream` and
+//! `POST /api/chat/{id}/stop`: the Vercel AI SDK's `useChat` (AI SDK 6 and 7,
+//! `DefaultChatTransport`). The UI message stream out (rendered by `weft_protocol::vercel`), with
+//! the header `x-vercel-ai-ui-message-stream: v1`.
 //!
-//! - `id` is the session (created on the first request, owned by the caller's API key; another
-//!   owner's chat is a 404). `messages` are the UI messages with their parts; what is new in them
-//!   is the input: the last user message when it is beyond those the session has; the outputs of
-//!   the client-side tool parts the session waits for (`output-available` / `output-error`); the
-//!   approval responses (`approval-responded` parts, `approval.approved`) of the calls waiting
-//!   for approval. A request with nothing new re-attaches to the live or last run.
+//! - `id` is the chat: the session of that id (created on the first request, owned by the
+//!   caller's API key), or its newest branch once it has forked. `messages` (or `message`, one)
+//!   are the client's view of the conversation; what is new in them is the input (see
+//!   `frontends`): a user message the session has not seen (matched by `UIMessage.id`); the
+//!   outputs of the client-side tool parts the session waits for (`output-available` /
+//!   `output-error`); the approval responses (`approval-responded` parts, `approval.approved`)
+//!   of the calls waiting for approval. An edited user message or `trigger:
+//!   "regenerate-message"` forks the chat. A request with nothing new gets an empty finished
+//!   stream.
 //! - Weft's extras in the body (`DefaultChatTransport({ body })`): `tools` (Weft tool specs
 //!   `{name, description, parameters, requiresApproval?}`: remote tools the client runs, or
 //!   server tools by name), `system` (the system prompt) and `options` (the options of
 //!   `/api/agent/execute`). Tools and the system prompt are fixed when the chat is created.
 //! - Results the client supplied are not echoed back; a denied call ends as
 //!   `tool-output-denied`.
-//! - `trigger: "regenerate-message"` is refused (a session's history is append-only).
+//! - A refusal of a well-formed request is the stream's `error` part (code in `x-weft-error`).
 //! - `GET /api/chat/{id}/stream` streams the run under way from its start (`useChat({ resume:
-//!   true })`), 204 when nothing runs.
+//!   true })`), 204 when nothing runs (a chat never seen included).
 
 use std::collections::HashSet;
 use std::sync::Arc;
