@@ -74,7 +74,6 @@ describe("@ag-ui/client 1.0: the 1.0 stream, unchanged", () => {
     assert.deepEqual(finished.outcome, { type: "success", pendingToolCallIds: ["call_weather_1"] });
     const events = await streams[0];
     const runId = events[0].runId;
-    const snapshot = (status, state) => ({ type: "STATE_SNAPSHOT", snapshot: { weft: { sessionId: "v1-tool", status, ...(state && { state }) } } });
     const text = ["Let ", "me l", "ook ", "that", " up."].map((delta) => ({ type: "TEXT_MESSAGE_CONTENT", messageId: "RUN-0", delta }));
     const args = ['{"ci', 'ty":', '"Par', 'is"}'].map((delta) => ({ type: "TOOL_CALL_ARGS", toolCallId: "call_weather_1", delta }));
     const pending = [{ id: "call_weather_1", name: "get_weather", state: "awaiting_result" }];
@@ -89,10 +88,8 @@ describe("@ag-ui/client 1.0: the 1.0 stream, unchanged", () => {
       ...args,
       { type: "TOOL_CALL_END", toolCallId: "call_weather_1" },
       { type: "STEP_FINISHED", stepName: "think" },
-      snapshot("running", state),
-      { type: "STATE_DELTA", delta: Object.entries(state).map(([k, value]) => ({ op: "add", path: `/weft/state/${k}`, value })) },
+      // (No STATE_SNAPSHOT / STATE_DELTA: Weft's state goes only to a client that asks for it.)
       { type: "CUSTOM", name: "checkpoint", value: { checkpointId: "think-0", checkpointNs: "react", state, step: 1, threadId: "v1-tool", timestamp: 0 } },
-      snapshot("awaiting_tool_execution"),
       {
         type: "RUN_FINISHED",
         threadId: "v1-tool",

@@ -31,7 +31,8 @@ describe("AG-UI: a text run", () => {
   test("streams reasoning and text; the thread is the session; the state comes back", async () => {
     const agent = new HttpAgent({ url: `${weft.base}/api/ag-ui`, threadId: "agui-text", initialState: { theme: "light" } });
     agent.addMessage({ id: "u1", role: "user", content: "Hi there" });
-    const { events, finished, types } = await run(agent);
+    // Weft's state only when asked.
+    const { events, finished, types } = await run(agent, { forwardedProps: { weft: { state: true } } });
     assert.equal(types[0], "RUN_STARTED");
     assert.equal(types.at(-1), "RUN_FINISHED");
     assert.ok(types.includes("REASONING_START") && types.includes("REASONING_MESSAGE_CONTENT"));
@@ -54,6 +55,15 @@ describe("AG-UI: a text run", () => {
     const session = await weft.session("agui-text");
     assert.equal(session.status, "completed");
     assert.deepEqual(session.messages.map((m) => m.role), ["user", "assistant"]);
+  });
+
+  test("without forwardedProps.weft.state the client's state is its own: no STATE_* from Weft", async () => {
+    const agent = new HttpAgent({ url: `${weft.base}/api/ag-ui`, threadId: "agui-plain", initialState: { theme: "dark" } });
+    agent.addMessage({ id: "u1", role: "user", content: "Hi there" });
+    const { events, types } = await run(agent);
+    assert.equal(textOf(events), "Hello from Weft! How can I help?");
+    assert.ok(!types.some((t) => t.startsWith("STATE_")), types.join(" "));
+    assert.deepEqual(agent.state, { theme: "dark" });
   });
 });
 

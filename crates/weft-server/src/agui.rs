@@ -20,7 +20,9 @@
 //!   echoed back. A run that needs approval ends with outcome `interrupt`, one interrupt per call
 //!   (`id` = the tool call id); `resume: [{interruptId, status: "resolved", payload: {approved,
 //!   reason?}}]` decides (a `resolved` without `approved: false` approves; `cancelled` denies).
-//! - `state`: every `STATE_SNAPSHOT` is the client's state with the session's own under `weft`
+//! - `state` (only when the client asks, `forwardedProps.weft.state: true`; Weft's state is an
+//!   extra a client's own state should not carry unasked): every `STATE_SNAPSHOT` is the client's
+//!   state with the session's own under `weft`
 //!   (`sessionId`, `status`, and while the run goes on `state`: the run's state after each node
 //!   run, whose changes follow as `STATE_DELTA` under `/weft/state`); the last, sent before the
 //!   run's last event, has its final status.
@@ -350,7 +352,11 @@ pub(crate) fn options(input: &RunAgentInput) -> Result<ExecuteOptions, ApiError>
     let Some(weft) = input.forwarded_props.as_ref().and_then(|p| p.get("weft")) else {
         return Ok(ExecuteOptions::default());
     };
-    let weft = weft.clone();
+    let mut weft = weft.clone();
+    // `state` is this endpoint's own (see `wants_state`), not an execute option.
+    if let Some(map) = weft.as_object_mut() {
+        map.remove("state");
+    }
     serde_path_to_error::deserialize(weft).map_err(|e| {
         let path = e.path().to_string();
         ApiError::bad_request(
@@ -358,6 +364,19 @@ pub(crate) fn options(input: &RunAgentInput) -> Result<ExecuteOptions, ApiError>
             format!("invalid request: forwardedProps.weft.{path}: {}", e.inner()),
         )
     })
+}
+
+/// Whether the client asked for Weft's own state (`forwardedProps.weft.state: true`); a value
+/// that is not a boolean is refused.
+fn wants_state(input: &RunAgentInput) -> Result<bool, ApiError> {
+    match input.forwarded_props.as_ref().and_then(|p| p.get("weft")).and_then(|w| w.get("state")) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(asked)) => Ok(*asked),
+        Some(_) => Err(ApiError::bad_request(
+            "bad_request",
+            "invalid request: forwardedProps.weft.state: expected a boolean",
+        )),
+    }
 }
 
 /// Run an agent with AG-UI (`RunAgentInput` in, AG-UI events out).
@@ -428,6 +447,7 @@ async fn agent_run(
     input: RunAgentInput,
 ) -> Result<Response, ApiError> {
     let mut options = options(&input)?;
+    let weft_state = wants_state(&input)?;
     if options.multitask.is_none() {
         options.multitask = Some(state.settings.frontend_multitask);
     }
@@ -516,6 +536,7 @@ async fn agent_run(
         state: client_state,
         session_id: String::new(),
         history: history_snapshot,
+        weft_state,
     };
     Ok(frontends::sse(state, streamed, Box::new(encoder), None))
 }
@@ -651,6 +672,8 @@ struct AgUiStream {
     session_id: String,
     /// `MESSAGES_SNAPSHOT` to send once the run has started (the client lacked the history).
     history: Option<Vec<Value>>,
+    /// Whether the client asked for Weft's state (`STATE_SNAPSHOT`/`STATE_DELTA` under `weft`).
+    weft_state: bool,
 }
 
 impl AgUiStream {
@@ -672,6 +695,12 @@ impl Encoder for AgUiStream {
         match event {
             AgentEvent::SessionStart { session_id, .. } => {
                 self.session_id.clone_from(session_id);
+            }
+            // Weft's state is an extra: sent only to a client that asked for it.
+            AgentEvent::StateSnapshot { .. } | AgentEvent::StateUpdate { .. }
+                if !self.weft_state =>
+            {
+                return;
             }
             AgentEvent::StateSnapshot { state } => {
                 let weft =
@@ -696,6 +725,7 @@ impl Encoder for AgUiStream {
             out.push(Frame::json(&json!({ "type": "MESSAGES_SNAPSHOT", "messages": messages })));
         }
         if let AgentEvent::SessionEnd { session_id, status, .. } = event
+            && self.weft_state
             && out.len() > start
         {
             let frame =

@@ -99,6 +99,12 @@ async fn bad_bodies_are_refused_saying_where() {
         ),
         (
             "/api/ag-ui",
+            json!({"threadId": "t", "messages": [{"role": "user", "content": "hi"}],
+                   "forwardedProps": {"weft": {"state": "yes"}}}),
+            "forwardedProps.weft.state",
+        ),
+        (
+            "/api/ag-ui",
             json!({"threadId": "t", "messages": [{"role": "assistant", "content": "hi"}]}),
             "must end with a user message",
         ),
