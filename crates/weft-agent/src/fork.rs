@@ -117,7 +117,8 @@ impl Agent {
             OPTION_FORKED_FROM,
             serde_json::to_value(link).unwrap_or_default(),
         );
-        session.messages = source.messages[..at].iter().map(|m| Message::clone(m)).collect();
+        // The messages are shared with the parent, not copied.
+        session.messages = source.messages[..at].to_vec().into();
         self.insert_new(session).await
     }
 }

@@ -420,17 +420,11 @@ fn run_ids(thread: &str, run: Option<&str>) -> (String, String) {
 
 /// An error as AG-UI says it: the client's run opened, then `RUN_ERROR` with a sentence.
 fn error_stream(error: &ApiError, thread: &str, run: Option<&str>) -> Response {
-    tracing::info!(code = %error.detail.code, "AG-UI request refused: {}", error.detail.message);
     let (thread, run) = run_ids(thread, run);
     let started = json!({ "type": "RUN_STARTED", "threadId": thread, "runId": run });
     let failed =
         json!({ "type": "RUN_ERROR", "message": error.detail.message, "code": error.detail.code });
-    let mut response =
-        frontends::sse_frames(format!("data: {started}\n\ndata: {failed}\n\n"), None);
-    if let Ok(code) = axum::http::HeaderValue::from_str(&error.detail.code) {
-        response.headers_mut().insert("x-weft-error", code);
-    }
-    response
+    frontends::refusal(error, format!("data: {started}\n\ndata: {failed}\n\n"), None)
 }
 
 /// A run that brought nothing new: opened and finished at once.
@@ -494,9 +488,12 @@ async fn agent_run(
                 match frontends::intent(session, last_user, conversation.user_count, false) {
                     Intent::New(user) => {
                         if lacks_history(session, &conversation) {
-                            let mut messages = agui_messages(session, &chat.current);
-                            messages
-                                .extend(agui_messages_of(&[Message::User(user.clone())], "new"));
+                            let mut messages =
+                                agui_messages(session.messages.iter(), &chat.current);
+                            messages.extend(agui_messages(
+                                std::iter::once(&Message::User(user.clone())),
+                                "new",
+                            ));
                             history_snapshot = Some(messages);
                         }
                         (chat.current.clone(), Plan::Run(Input::User(user)))
@@ -565,15 +562,10 @@ fn lacks_history(session: &weft_core::Session, conversation: &Conversation) -> b
     conversation.user_count.saturating_sub(1) < stored
 }
 
-/// `session`'s conversation as AG-UI messages (`thread`: the prefix of ids it does not have).
-fn agui_messages(session: &weft_core::Session, thread: &str) -> Vec<Value> {
-    let messages: Vec<Message> = session.messages.iter().cloned().collect();
-    agui_messages_of(&messages, thread)
-}
-
-fn agui_messages_of(messages: &[Message], thread: &str) -> Vec<Value> {
-    let mut out = Vec::with_capacity(messages.len());
-    for (i, message) in messages.iter().enumerate() {
+/// `messages` as AG-UI messages (`thread`: the prefix of the ids made for those without one).
+fn agui_messages<'a>(messages: impl Iterator<Item = &'a Message>, thread: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (i, message) in messages.enumerate() {
         let generated = format!("{thread}-m{i}");
         match message {
             Message::User(user) => out.push(json!({

@@ -350,14 +350,8 @@ pub(crate) async fn post(
 
 /// An error as the UI message stream says it: one `error` part, then the end.
 fn error_stream(error: &ApiError) -> Response {
-    tracing::info!(code = %error.detail.code, "chat request refused: {}", error.detail.message);
     let part = json!({ "type": "error", "errorText": error.detail.message });
-    let mut response =
-        frontends::sse_frames(format!("data: {part}\n\ndata: [DONE]\n\n"), Some(HEADER));
-    if let Ok(code) = axum::http::HeaderValue::from_str(&error.detail.code) {
-        response.headers_mut().insert("x-weft-error", code);
-    }
-    response
+    frontends::refusal(error, format!("data: {part}\n\ndata: [DONE]\n\n"), Some(HEADER))
 }
 
 /// A finished stream with nothing in it: the request brought nothing new.

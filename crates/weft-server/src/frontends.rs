@@ -234,6 +234,21 @@ pub(crate) fn sse_frames(frames: String, extra: Option<(&'static str, &'static s
     response
 }
 
+/// A refusal said in a front end's own stream (`frames`: the protocol's error, rendered), with
+/// the error's code in `x-weft-error` for programs.
+pub(crate) fn refusal(
+    error: &ApiError,
+    frames: String,
+    extra: Option<(&'static str, &'static str)>,
+) -> Response {
+    tracing::info!(code = %error.detail.code, "front-end request refused: {}", error.detail.message);
+    let mut response = sse_frames(frames, extra);
+    if let Ok(code) = HeaderValue::from_str(&error.detail.code) {
+        response.headers_mut().insert("x-weft-error", code);
+    }
+    response
+}
+
 /// An empty body with a status (`204` for "nothing is running").
 pub(crate) fn empty(status: axum::http::StatusCode) -> Response {
     let mut response = Response::new(Body::empty());
