@@ -1022,6 +1022,7 @@ impl Agent {
             cancel,
             lease,
             state_before,
+            recovers: None,
         };
         Ok(self.launch(session, launch))
     }
@@ -1038,6 +1039,7 @@ impl Agent {
             cancel,
             lease,
             state_before,
+            recovers,
         } = launch;
         let session_id = session.id();
         let hub = session.hub();
@@ -1054,6 +1056,7 @@ impl Agent {
             start_len,
         );
         run.set_state_before(state_before);
+        run.set_recovers(recovers);
         if let Some(lease) = &lease {
             lease.keep(cancel.clone());
             lease.watch_abort(&run_id, self.inner.config.abort_poll, cancel.clone());
@@ -1113,15 +1116,19 @@ impl Agent {
                 let state_before = Machine::mode_state(&state.session);
                 let first = machine.begin_recovery(&mut state.session, replay_safe, now_ms());
                 let run_id = uuid::Uuid::new_v4().to_string();
+                let mut recovers = None;
                 if let Some(run) = state.session.run.as_mut() {
-                    run.run_id.clone_from(&run_id);
+                    // The dead execution's answer is known by the run's first execution's id.
+                    let dead = std::mem::replace(&mut run.run_id, run_id.clone());
+                    let first = run.first_run_id.get_or_insert(dead);
+                    recovers = Some(first.clone());
                 }
                 state.run = Some(cancel.clone());
                 state.recovering = true;
-                Some((machine, first, start_len, run_id, state_before))
+                Some((machine, first, start_len, run_id, state_before, recovers))
             }
         };
-        let Some((machine, first, start_len, run_id, state_before)) = claimed else {
+        let Some((machine, first, start_len, run_id, state_before, recovers)) = claimed else {
             lease.release().await;
             return None;
         };
@@ -1135,6 +1142,7 @@ impl Agent {
             cancel,
             lease: Some(lease),
             state_before,
+            recovers,
         };
         Some(self.launch(session, launch))
     }
@@ -1167,6 +1175,8 @@ struct Launch {
     lease: Option<Lease>,
     /// The run's state before the input (or the recovery) was applied.
     state_before: serde_json::Value,
+    /// For a recovery: the id of the run whose answer it completes.
+    recovers: Option<String>,
 }
 
 pub(crate) struct State {

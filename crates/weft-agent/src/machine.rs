@@ -245,6 +245,7 @@ impl Machine {
                     mode_state,
                     executions: 0,
                     started_at: now,
+                    first_run_id: Some(run_id.clone()),
                 }));
                 self.mode_next(session)
             }

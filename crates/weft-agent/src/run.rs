@@ -59,6 +59,8 @@ pub(crate) struct Run {
     last_checkpoint: Option<String>,
     /// The run's state at the last node's end (or before the execution's input).
     last_state: Option<serde_json::Value>,
+    /// For a recovery: the id of the run whose answer it completes (its `session_start` says so).
+    recovers: Option<String>,
 }
 
 impl Run {
@@ -83,6 +85,7 @@ impl Run {
             lease: None,
             checkpoints: Vec::new(),
             last_checkpoint: None,
+            recovers: None,
             last_state: None,
         }
     }
@@ -99,6 +102,11 @@ impl Run {
         self.last_state = Some(state);
     }
 
+    /// Marks the run as the recovery of the run `recovers` (whose process died).
+    pub(crate) fn set_recovers(&mut self, recovers: Option<String>) {
+        self.recovers = recovers;
+    }
+
     /// Runs to a resting status and reports what the run did.
     ///
     /// Borrows the run so that, should it panic (a hook or a provider breaking its contract),
@@ -112,6 +120,7 @@ impl Run {
             session_id: self.session_id.clone(),
             run_id: self.emitter.run_id().to_string(),
             agent: self.machine.mode().name().to_string(),
+            recovers: self.recovers.take().map(Box::new),
         });
         if let Some((message, position)) = input {
             self.emit_message(message, position);

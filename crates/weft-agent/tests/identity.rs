@@ -49,29 +49,32 @@ async fn process(db: &Path, home: &Path, turns: impl IntoIterator<Item = FauxTur
 }
 
 /// Process 1 on `home`: a session whose run is inside a tool call that never ends when the
-/// process dies. Returns the session's id.
-fn die_inside_a_tool(db: &Path, home: &Path) -> String {
+/// process dies. Returns the session's id and the dead run's.
+fn die_inside_a_tool(db: &Path, home: &Path) -> (String, String) {
     let rt = runtime();
-    let id = rt.block_on(async {
+    let ids = rt.block_on(async {
         let agent = process(db, home, [FauxTurn::tool_call("charge", json!({"q": "x"}))]).await;
         let session = agent.create_session(SessionOptions::default()).await.unwrap();
         let mut stream = agent.execute(&session, Input::text("buy")).await.unwrap();
+        let mut run = String::new();
         while let Some(event) = stream.next().await {
-            if matches!(event, AgentEvent::ToolExecutionStart { .. }) {
-                break;
+            match event {
+                AgentEvent::SessionStart { run_id, .. } => run = run_id,
+                AgentEvent::ToolExecutionStart { .. } => break,
+                _ => {}
             }
         }
-        session.id()
+        (session.id(), run)
     });
     drop(rt);
-    id
+    ids
 }
 
 #[test]
 fn a_restarted_process_recovers_its_dead_run_at_once_and_new_input_waits_for_it() {
     let dir = tempfile::tempdir().unwrap();
     let (db, home) = (dir.path().join("weft.db"), dir.path().join("processes"));
-    let id = die_inside_a_tool(&db, &home);
+    let (id, dead_run) = die_inside_a_tool(&db, &home);
     let rt = runtime();
     rt.block_on(async {
         let recovered = FauxTurn::text("The charge was interrupted; I will not retry it.");
@@ -108,6 +111,25 @@ fn a_restarted_process_recovers_its_dead_run_at_once_and_new_input_waits_for_it(
                 "assistant: Here is your receipt.",
             ]
         );
+        // The log says which run the recovery completes: the dead one's (by its first
+        // execution's id, the id clients know its answer by); the next run recovers nothing.
+        let store = sqlite(&db).await;
+        let starts: Vec<(String, Option<String>)> = store
+            .read_events(&id, 0, usize::MAX)
+            .await
+            .unwrap()
+            .iter()
+            .filter_map(|record| match &record.event {
+                AgentEvent::SessionStart { run_id, recovers, .. } => {
+                    Some((run_id.clone(), recovers.as_deref().cloned()))
+                }
+                _ => None,
+            })
+            .filter(|(run, _)| *run != dead_run)
+            .collect();
+        assert_eq!(starts.len(), 2, "{starts:?}");
+        assert_eq!(starts[0].1.as_deref(), Some(dead_run.as_str()), "{starts:?}");
+        assert_eq!(starts[1].1, None);
     });
 }
 

@@ -1196,6 +1196,7 @@ mod tests {
                 session_id: "s".into(),
                 run_id: "r".into(),
                 agent: "react".into(),
+                recovers: None,
             },
             AgentEvent::TextStart { index: 0 },
         ];

@@ -365,7 +365,9 @@ fn a_chat_resumed_after_a_killed_server_streams_the_recovered_run_alone() {
     assert!(!parts.iter().any(|p| p["type"] == "error"), "an error part: {resumed}");
     let starts: Vec<&serde_json::Value> = parts.iter().filter(|p| p["type"] == "start").collect();
     assert_eq!(starts.len(), 1, "one message: {resumed}");
-    assert_ne!(starts[0]["messageId"], dead_run.as_str(), "the recovered run's own message");
+    // The dead run's message, replayed whole: a page that kept the partial answer (under the
+    // id the dead run's `start` gave it) has it replaced, not doubled.
+    assert_eq!(starts[0]["messageId"], dead_run.as_str(), "the dead run's message: {resumed}");
     let text: String = parts
         .iter()
         .filter(|p| p["type"] == "text-delta")

@@ -67,6 +67,7 @@ fn writing_in_place_agrees_on_odd_blocks() {
             session_id: "s\"1".into(),
             run_id: "r".into(),
             agent: "react".into(),
+            recovers: None,
         },
         AgentEvent::NodeEnter { name: "think".into(), node_id: "think-\n0".into() },
         AgentEvent::ThinkingStart { index: 0 },

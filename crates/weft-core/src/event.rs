@@ -52,6 +52,11 @@ pub enum AgentEvent {
         run_id: String,
         /// The agent mode (`react`, `tot`, `got`).
         agent: String,
+        /// Set when this run takes over one whose process died: the id of the run whose
+        /// answer it completes (that run's first execution, the id clients know the answer by).
+        /// (Boxed: a thin pointer keeps every event within its size budget.)
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        recovers: Option<Box<String>>,
     },
     /// A run ends; `messages` are the messages it added.
     SessionEnd {

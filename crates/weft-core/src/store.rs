@@ -184,6 +184,11 @@ pub struct RunState {
     pub executions: u32,
     /// When the run started.
     pub started_at: TimestampMs,
+    /// The id of the run's first execution (the one its input started), kept through resumes
+    /// and recoveries: the id clients know the run's answer by. `None` in runs stored before
+    /// it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_run_id: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {

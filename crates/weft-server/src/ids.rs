@@ -196,6 +196,7 @@ mod tests {
             session_id: "alice~t1".into(),
             run_id: "r".into(),
             agent: "react".into(),
+            recovers: None,
         };
         let shown = id.rewrite(&start);
         assert!(

@@ -329,6 +329,7 @@ fn run_state(run_id: &str) -> RunState {
         mode_state: json!({"frontier": [1, 2], "scores": {"a": 0.5}}),
         executions: 2,
         started_at: 1_700_000_000_100,
+        first_run_id: Some("run-0".into()),
     }
 }
 
@@ -665,6 +666,7 @@ async fn event_log_after_every_seq(f: &Fixture) {
             session_id: id.clone(),
             run_id: "run-1".into(),
             agent: "react".into(),
+            recovers: None,
         },
         AgentEvent::TextStart { index: 0 },
     ];

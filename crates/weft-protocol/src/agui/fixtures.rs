@@ -41,6 +41,7 @@ impl Script {
             session_id: session.into(),
             run_id: run.into(),
             agent: "react".into(),
+            recovers: None,
         }];
         Self {
             session: session.into(),

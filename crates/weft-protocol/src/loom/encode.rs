@@ -198,7 +198,7 @@ impl LoomEncoder {
     /// Handles the start of a run and its user message; `true` when `event` is done with.
     fn run_start(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) -> bool {
         match event {
-            AgentEvent::SessionStart { session_id, run_id, agent } => {
+            AgentEvent::SessionStart { session_id, run_id, agent, .. } => {
                 self.flush_run(None, out);
                 self.session_id = Some(session_id.clone());
                 self.pending_run =

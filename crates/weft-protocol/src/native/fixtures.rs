@@ -78,6 +78,7 @@ pub(crate) fn start(out: &mut Vec<AgentEvent>, user: Option<&str>) {
         session_id: "s1".into(),
         run_id: "r1".into(),
         agent: "react".into(),
+        recovers: None,
     });
     if let Some(user) = user {
         let mut m = UserMessage::text(user);
@@ -401,6 +402,7 @@ pub(crate) fn one_of_each() -> Vec<AgentEvent> {
             session_id: "s".into(),
             run_id: "r".into(),
             agent: "react".into(),
+            recovers: None,
         },
         AgentEvent::SessionEnd {
             session_id: "s".into(),

@@ -26,6 +26,7 @@ fn small_run_exact_frames() {
             session_id: "s".into(),
             run_id: "r".into(),
             agent: "react".into(),
+            recovers: None,
         },
         AgentEvent::NodeEnter { name: "think".into(), node_id: "think-0".into() },
         AgentEvent::StepStart { step_id: "st0".into(), step_index: 0 },
@@ -112,6 +113,7 @@ fn execute_complete_lists_remote_and_approval_calls_and_resets_per_run() {
             session_id: "s".into(),
             run_id: "r".into(),
             agent: "react".into(),
+            recovers: None,
         },
         AgentEvent::ApprovalRequired { session_id: "s".into(), tool_calls: vec![gated.clone()] },
         AgentEvent::AwaitingToolExecution {
@@ -155,6 +157,7 @@ fn execute_complete_lists_remote_and_approval_calls_and_resets_per_run() {
             session_id: "s".into(),
             run_id: "r2".into(),
             agent: "react".into(),
+            recovers: None,
         },
         AgentEvent::SessionEnd {
             session_id: "s".into(),

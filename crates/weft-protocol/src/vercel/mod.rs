@@ -66,7 +66,10 @@
 //! stream ends without `session_end`, [`Encoder::finish`] closes the message with `error` and
 //! `finish` before `[DONE]`. A `session_start` while a run is open (its process died, and the
 //! new run recovers it) continues the same message: the open parts and step are closed, and the
-//! recovery's steps follow with no `error`, `finish` or second `start` between them.
+//! recovery's steps follow with no `error`, `finish` or second `start` between them. A recovery
+//! streamed without the dead run before it (a client resuming after the restart) starts with
+//! `messageId` = the id the dead run's answer had (`session_start.recovers`): a page that kept
+//! the partial answer has it replaced by the recovered one, not a second message beside it.
 //!
 //! ## Choices where the formats differ
 //!
@@ -123,8 +126,11 @@ impl VercelEncoder {
 
 impl Encoder for VercelEncoder {
     fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
-        if let AgentEvent::SessionStart { run_id, .. } = event {
-            let mut next = RunState::new(run_id, self.message_id.take());
+        if let AgentEvent::SessionStart { run_id, recovers, .. } = event {
+            // A recovery taken up on its own (the dead run's events were not sent) completes
+            // the answer the client knows by the dead run's id: the same message, replayed.
+            let message_id = self.message_id.take().or_else(|| recovers.as_deref().cloned());
+            let mut next = RunState::new(run_id, message_id);
             if let Some(mut dead) = self.run.take() {
                 // A run starts while one is open: the open one's process died and this run
                 // recovers it (a run's end is always in the log otherwise). The message goes on:

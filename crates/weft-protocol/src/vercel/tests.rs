@@ -530,6 +530,28 @@ fn a_recovered_run_continues_the_dead_runs_message() {
     assert_eq!(text, "HalHallo!");
 }
 
+/// A recovery streamed on its own (a client resuming after the restart; the dead run's events
+/// are not sent): its `start` names the dead run's message, so that a page holding the partial
+/// answer has it replaced by the whole one instead of showing both.
+#[test]
+fn a_recovery_streamed_alone_replays_the_dead_runs_message() {
+    let mut events: Vec<AgentEvent> = Script::new("s1", "r2", 0)
+        .model(&[Block::Text("Hallo!")], StopReason::Stop)
+        .step_end()
+        .end(SessionStatus::Completed);
+    let AgentEvent::SessionStart { recovers, .. } = &mut events[0] else {
+        panic!("a script starts with session_start: {:?}", events[0]);
+    };
+    *recovers = Some(Box::new("r1".into()));
+    let frames = encode(&events);
+    check(&frames, &[]);
+    assert_eq!(parts(&frames)[0], json!({"type": "start", "messageId": "r1"}));
+    // An id the server sets explicitly still wins.
+    let mut encoder = VercelEncoder::new().with_message_id("m-7");
+    let frames = encode_with(&mut encoder, &events);
+    assert_eq!(parts(&frames)[0], json!({"type": "start", "messageId": "m-7"}));
+}
+
 #[test]
 fn state_and_progress_events_become_data_parts() {
     let events = Script::new("s1", "r1", 0)

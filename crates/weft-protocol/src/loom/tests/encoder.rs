@@ -291,6 +291,7 @@ fn a_run_start_without_anything_after_it_is_sent_by_finish() {
         session_id: "s".into(),
         run_id: "r".into(),
         agent: "react".into(),
+        recovers: None,
     };
     let mut encoder = LoomEncoder::new();
     let mut out = Vec::new();
@@ -366,6 +367,7 @@ fn concurrent_node_runs_keep_their_own_chunks() {
         session_id: "s1".into(),
         run_id: "r1".into(),
         agent: "got".into(),
+        recovers: None,
     };
     let enter =
         |id: &Arc<str>| AgentEvent::NodeEnter { name: "got_node".into(), node_id: id.to_string() };

@@ -60,6 +60,7 @@ impl Stream {
             session_id: self.session.clone(),
             run_id: run_id.into(),
             agent: "react".into(),
+            recovers: None,
         });
         if let Some(text) = user {
             let mut m = UserMessage::text(text);
