@@ -447,7 +447,7 @@ async fn agent_run(
     }
     let chat = frontends::chat(&state, &caller, &input.thread_id).await?;
     let (conversation, system) = conversation(&input);
-    let answered: Vec<String> = input
+    let mut answered: Vec<String> = input
         .messages
         .iter()
         .filter_map(|m| match m {
@@ -476,6 +476,16 @@ async fn agent_run(
             let session = &chat.session;
             let pending = session.pending_tool_calls();
             if !input.resume.is_empty() {
+                // CopilotKit's `useInterrupt` answers with `resume` and also adds a tool message
+                // of its own for the call (the resume payload as its content). That message is
+                // not the call's result: the server runs the call, and its result is sent
+                // (not held back as the client's), after a snapshot of the conversation as the
+                // session has it, which takes the stand-in message out of the client's list.
+                let before = answered.len();
+                answered.retain(|id| !input.resume.iter().any(|r| r.interrupt_id == *id));
+                if answered.len() != before {
+                    history_snapshot = Some(agui_messages(session.messages.iter(), &chat.current));
+                }
                 let approvals = input.resume.iter().map(decision).collect();
                 (chat.current.clone(), Plan::Run(Input::Approvals { approvals }))
             } else if !pending.is_empty()
