@@ -191,3 +191,42 @@ describe("AG-UI: reconnect", () => {
     assert.deepEqual(session.messages.map((m) => m.role), ["user", "assistant"], "the run ran once");
   });
 });
+
+describe("AG-UI: a server killed mid-run", () => {
+  let weft;
+  before(async () => (weft = await startWeft("slow.json", { persistent: true })));
+  after(() => weft.stop());
+
+  test("kill -9, restart: a reloaded client with the thread's messages gets the recovered answer, once", async () => {
+    const story = "Once upon a time a quick brown fox jumped over a lazy dog. The dog did not mind: it was asleep, dreaming of bones and long walks. The fox, proud of itself, jumped back and forth a dozen times, until the farmer came out with a lantern and everyone went to bed. The end.";
+    const user = { id: "u1", role: "user", content: "Tell me a story" };
+    const first = new HttpAgent({ url: `${weft.base}/api/ag-ui`, threadId: "agui-killed", initialMessages: [user] });
+    const seen = [];
+    // The page goes away mid-answer (a cut connection makes @ag-ui/client 1.0 rethrow from its
+    // reader's cancel() as an unhandled rejection, which Node's test runner counts against the
+    // test: the client aborts instead), then the server is killed.
+    await first
+      .runAgent({}, {
+        onEvent: ({ event }) => {
+          seen.push(event);
+          if (textOf(seen).length >= 24) first.abortRun();
+        },
+      })
+      .catch(() => {});
+    await weft.kill();
+    assert.ok(textOf(seen).length < story.length, "killed mid-answer");
+    await weft.restart();
+
+    const second = new HttpAgent({ url: `${weft.base}/api/ag-ui`, threadId: "agui-killed", initialMessages: [user] });
+    const again = await run(second);
+    assert.ok(!again.types.includes("RUN_ERROR"), again.types.join());
+    assert.equal(again.types.filter((t) => t === "RUN_STARTED").length, 1);
+    assert.equal(textOf(again.events), story, "the whole answer, once");
+    assert.deepEqual(again.finished.outcome, { type: "success" });
+    assert.deepEqual(second.messages.map((m) => m.role), ["user", "reasoning", "assistant"], "one answer, as the server has");
+    assert.equal(lastAssistant(second).content, story);
+    const session = await weft.session("agui-killed");
+    assert.equal(session.status, "completed");
+    assert.deepEqual(session.messages.map((m) => m.role), ["user", "assistant"]);
+  });
+});

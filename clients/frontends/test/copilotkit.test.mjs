@@ -218,6 +218,15 @@ describe("CopilotKit 1.x in Chromium", { skip: Boolean(missing) }, () => {
       assert.equal(await card.count(), 0, "the interrupt is gone");
       // CopilotKit resumes with `resume` (and a tool message of its own for the call).
       assert.equal(requests.length, 2);
+      // Its stand-in tool message is replaced by the call's real result, as the server has it.
+      assert.ok(requests[1].messages.some((m) => m.role === "tool" && m.toolCallId === "call_echo_1"));
+      const held = await page.evaluate(() => window.agent.messages);
+      const results = held.filter((m) => m.role === "tool" && m.toolCallId === "call_echo_1");
+      assert.equal(results.length, 1, JSON.stringify(held));
+      if (approved) assert.equal(results[0].content, "hello there");
+      else assert.match(results[0].content, /denied by the user: The user cancelled the call/);
+      assert.deepEqual(held.filter((m) => m.role === "assistant").map((m) => m.content), ["Let me echo that.", "The echo is done."]);
+      assert.deepEqual(await assistantTexts(page), ["Let me echo that.", "The echo is done."], "each answer shown once");
       assert.deepEqual(requests[1].resume.map((r) => [r.interruptId, r.status]), [["call_echo_1", choice === "resolve" ? "resolved" : "cancelled"]]);
       const session = await weft.session(thread);
       assert.equal(session.status, "completed");

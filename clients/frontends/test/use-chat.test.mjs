@@ -189,7 +189,7 @@ describe("useChat (React) in Chromium", { skip: Boolean(missing), concurrency: 2
       async function open(t, script, query = {}, options = {}) {
         // A short shutdown grace: some scenarios leave a (stalled) run behind.
         const config = `${options.config ?? ""}\n[limits]\nshutdown_grace = "100ms"\n`;
-        const weft = await startWeft(script, { corsOrigins: site.origin, config });
+        const weft = await startWeft(script, { corsOrigins: site.origin, config, persistent: options.persistent });
         t.after(() => weft.stop());
         let server = weft.base;
         let proxy;
@@ -480,6 +480,32 @@ describe("useChat (React) in Chromium", { skip: Boolean(missing), concurrency: 2
         assert.deepEqual(session.messages.map((m) => m.role), ["user", "assistant"]);
         assert.equal(storedText(session.messages[1]), story);
       });
+
+      // The page keeps its messages (in session storage, or by asking the server on load); the
+      // server is killed while it streams, restarted on the same store, and the page reloaded.
+      const fable =
+        "Once upon a time a quick brown fox jumped over a lazy dog. The dog did not mind: it was asleep, dreaming of bones and long walks. The fox, proud of itself, jumped back and forth a dozen times, until the farmer came out with a lantern and everyone went to bed. The end.";
+      for (const keep of ["persist", "restore"]) {
+        test(`kill -9 of the server mid-run, restart, reload (${keep}): the recovered answer, once, in one message`, async (t) => {
+          const { weft, page, chat } = await open(t, "slow.json", { resume: "1", [keep]: "1" }, { persistent: true });
+          await send(page, "Tell me a story");
+          let v = await waitFor(page, (v) => v.status === "error" || lastAssistantText(v).length >= 24);
+          assert.equal(v.error, "");
+          await weft.kill();
+          assert.ok(lastAssistantText(await view(page)).length < fable.length, "killed mid-answer");
+          await weft.restart();
+          await page.reload();
+          await page.waitForSelector("#app");
+          v = await waitFor(page, (v) => v.status === "error" || (v.status === "ready" && lastAssistantText(v) === fable), 20_000);
+          assert.equal(v.error, "", "no error on the page");
+          assert.deepEqual(roles(v), ["user", "assistant"], "one assistant message, as the server has");
+          assert.equal(shownText(assistants(v)[0]), fable, "the whole answer, once");
+          const session = await weft.session(chat);
+          assert.equal(session.status, "completed");
+          assert.deepEqual(session.messages.map((m) => m.role), ["user", "assistant"]);
+          assert.equal(storedText(session.messages[1]), fable);
+        });
+      }
 
       test("a new chat with resume: true: nothing to resume (204), no error; then it chats", { todo: todo.newChatResume }, async (t) => {
         const { weft, page, chat } = await open(t, "text.json", { resume: "1" });

@@ -10,6 +10,7 @@
 //   outputs=JSON      { toolName: output } the page answers with
 //   resume=1          useChat({ resume: true })
 //   persist=1         the messages live in sessionStorage (restored on load, as an app would)
+//   restore=1         the page starts with the server's messages (GET /api/chat/{id})
 //   lastOnly=1        the docs' "send only the last message" prepareSendMessagesRequest
 //   chatObject=1      useChat({ chat: new Chat({ transport, … }) }) instead of useChat({ transport, … })
 //   stopEndpoint=0    the Stop button only calls useChat's stop() (no POST /api/chat/{id}/stop)
@@ -35,7 +36,15 @@ const body = params.has("body") ? JSON.parse(params.get("body")) : undefined;
 const runAtOnce = new Set((params.get("run") ?? "").split(",").filter(Boolean));
 const outputs = params.has("outputs") ? JSON.parse(params.get("outputs")) : {};
 const storageKey = `weft-chat:${chatId}`;
-const initialMessages = flag("persist") ? JSON.parse(sessionStorage.getItem(storageKey) ?? "[]") : [];
+/** The messages the page starts with: the server's (GET /api/chat/{id}), the session storage's, or none. */
+async function restoredMessages() {
+  if (flag("restore")) {
+    const response = await fetch(`${api}/${encodeURIComponent(chatId)}`);
+    return response.ok ? (await response.json()).messages : [];
+  }
+  return flag("persist") ? JSON.parse(sessionStorage.getItem(storageKey) ?? "[]") : [];
+}
+const initialMessages = await restoredMessages();
 
 /** What the tests observe besides the DOM. */
 const observed = (window.__weft = { errors: [], data: [], finishes: [], toolCalls: [], reconnects: 0 });
