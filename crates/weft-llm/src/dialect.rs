@@ -4,7 +4,7 @@
 //! machine (no IO), so it is tested with byte-exact SSE fixtures alone; the HTTP layer
 //! ([`crate::http::sse_call`]) feeds it, retries, times out and cancels.
 
-use crate::provider::ProviderEvent;
+use crate::event::ProviderEvent;
 use crate::sse::SseEvent;
 
 /// Why a dialect cannot go on.

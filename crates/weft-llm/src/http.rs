@@ -10,7 +10,7 @@ use serde_json::Value;
 use weft_core::StopReason;
 
 use crate::dialect::SseDecoder;
-use crate::provider::ProviderEvent;
+use crate::event::ProviderEvent;
 use crate::sse::SseParser;
 
 /// Timeouts of one call.

@@ -26,6 +26,7 @@
 
 pub mod config;
 pub mod dialect;
+mod event;
 pub mod faux;
 pub mod http;
 pub mod models;
@@ -36,7 +37,8 @@ pub mod replay;
 pub mod sse;
 mod stream;
 
-pub use provider::{ContentDelta, ModelRequest, Provider, ProviderEvent};
+pub use event::{ContentDelta, ProviderEvent};
+pub use provider::{ModelRequest, Provider};
 pub use stream::{ProviderStream, StreamEvent};
 /// Cancels a model call or a run; cloning shares it (re-exported from `weft-cancel`).
 pub use weft_cancel::CancellationToken;

@@ -24,8 +24,8 @@ use weft_core::{
 };
 
 use crate::CancellationToken;
+use crate::event::{ContentDelta, ProviderEvent};
 use crate::partial_json::PartialJson;
-use crate::provider::{ContentDelta, ProviderEvent};
 
 /// What a [`ProviderStream`] yields.
 #[derive(Debug, Clone, PartialEq)]

@@ -30,8 +30,9 @@ use weft_core::StopReason;
 pub use script::{FauxScript, FauxToolCall, FauxTurn, FauxUsage, ScriptError};
 
 use crate::CancellationToken;
+use crate::event::{ContentDelta, ProviderEvent};
 use crate::models::ModelRegistry;
-use crate::provider::{ContentDelta, ModelRequest, Provider, ProviderEvent};
+use crate::provider::{ModelRequest, Provider};
 use crate::stream::ProviderStream;
 
 /// Characters per delta when a turn does not say.

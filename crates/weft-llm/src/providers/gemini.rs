@@ -58,8 +58,9 @@ use weft_core::{
 
 use crate::CancellationToken;
 use crate::dialect::{DecodeFailure, SseDecoder};
+use crate::event::{ContentDelta, ProviderEvent};
 use crate::http::{self, HttpClient, HttpRequest};
-use crate::provider::{ContentDelta, ModelRequest, Provider, ProviderEvent};
+use crate::provider::{ModelRequest, Provider};
 use crate::providers::ProviderSettings;
 use crate::sse::SseEvent;
 use crate::stream::ProviderStream;

@@ -20,8 +20,9 @@ use weft_core::{AssistantContent, Message, StopReason, ToolSpec, Usage, UserCont
 
 use crate::CancellationToken;
 use crate::dialect::{DecodeFailure, SseDecoder};
+use crate::event::{ContentDelta, ProviderEvent};
 use crate::http::{self, HttpClient, HttpRequest};
-use crate::provider::{ContentDelta, ModelRequest, Provider, ProviderEvent};
+use crate::provider::{ModelRequest, Provider};
 use crate::providers::ProviderSettings;
 use crate::sse::SseEvent;
 use crate::stream::ProviderStream;

@@ -6,7 +6,7 @@ use serde_json::Value;
 use weft_core::{StopReason, Usage};
 
 use crate::dialect::{DecodeFailure, SseDecoder};
-use crate::provider::{ContentDelta, ProviderEvent};
+use crate::event::{ContentDelta, ProviderEvent};
 use crate::sse::SseEvent;
 
 /// The prefix marking a redacted thinking block kept on a [`ThinkingContent`]: such a block has
