@@ -5,15 +5,15 @@
 //!
 //! [`Client::execute`] starts a run (or resumes one) and returns an [`ExecuteStream`]: a
 //! [`Stream`](futures::Stream) of typed [`Event`]s over the whole exchange. When a run suspends
-//! on calls to this client's tools (given as [`weft_agent::Tool`]s, the same trait a local agent's
-//! tools implement), the client runs them, posts their results and goes on reading the resumed
-//! run; when calls need approval, the approval callback decides and the run goes on. A dropped
+//! on calls to this client's tools (given as [`weft_tool_api::Tool`]s, the same trait a local
+//! agent's tools implement), the client runs them, posts their results and goes on reading the
+//! resumed run; when calls need approval, the approval callback decides and the run goes on. A dropped
 //! connection is reattached with `Last-Event-ID` and backoff: no event is yielded twice, none is
 //! missed.
 //!
 //! ```no_run
 //! use futures::StreamExt;
-//! use weft_agent::tool_fn;
+//! use weft_tool_api::tool_fn;
 //! use weft_client::{Client, ExecuteOptions};
 //! use weft_core::Input;
 //!

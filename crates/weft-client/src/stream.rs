@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
-use weft_agent::{Tool, ToolContext, ToolEvent};
 use weft_core::{
     AgentEvent, ApprovalDecision, Cost, Input, Message, SessionStatus, ToolCall, ToolResultMessage,
     Usage,
@@ -16,6 +15,7 @@ use weft_core::{
 use weft_llm::CancellationToken;
 use weft_llm::sse::{SseEvent, SseParser};
 use weft_protocol::native::{NativeMessage, decode_frame};
+use weft_tool_api::{Tool, ToolContext, ToolEvent};
 
 use crate::types::{ApprovalRequest, Event, ExecuteOptions, ExecuteResult};
 use crate::{Client, Error, FrameOut};

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
-use weft_agent::Tool;
 use weft_core::store::SessionHead;
 use weft_core::{
     AgentEvent, ApprovalDecision, Cost, Message, SessionStatus, ToolCall, ToolSpec, Usage,
 };
 use weft_protocol::native::NativeMessage;
+use weft_tool_api::Tool;
 
 /// One event of a stream: a decoded native frame with the sequence number the server gave it
 /// (the SSE `id:`, the cursor to resume after).

@@ -44,3 +44,111 @@ fn the_agent_sees_no_database_and_the_model_layer_no_agent() {
     assert_absent("weft-agent", &["sqlx", "rusqlite", "tokio-postgres", "axum"]);
     assert_absent("weft-llm", &["weft-agent", "sqlx", "rusqlite", "axum"]);
 }
+
+/// Each crate's allowed Weft dependencies (its whole normal tree, transitive ones included):
+/// the layers of ARCHITECTURE.md, lower crates first. A crate missing here fails the test, so
+/// a new crate states its place.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("weft-cancel", &[]),
+    ("weft-core", &[]),
+    ("weft-tool-api", &["weft-cancel", "weft-core"]),
+    ("weft-llm", &["weft-cancel", "weft-core"]),
+    ("weft-store", &["weft-core"]),
+    ("weft-protocol", &["weft-core"]),
+    ("weft-agent", &["weft-cancel", "weft-core", "weft-llm", "weft-tool-api"]),
+    // `ToolsConfig::apply` fills an `AgentBuilder`; the tools themselves need only the contract.
+    ("weft-tools", &["weft-agent", "weft-cancel", "weft-core", "weft-llm", "weft-tool-api"]),
+    ("weft-client", &["weft-cancel", "weft-core", "weft-llm", "weft-protocol", "weft-tool-api"]),
+    (
+        "weft-conformance",
+        &["weft-agent", "weft-cancel", "weft-core", "weft-llm", "weft-protocol", "weft-tool-api"],
+    ),
+    (
+        "weft-server",
+        &[
+            "weft-agent",
+            "weft-cancel",
+            "weft-core",
+            "weft-llm",
+            "weft-protocol",
+            "weft-store",
+            "weft-tool-api",
+            "weft-tools",
+        ],
+    ),
+    (
+        "weft-fuzz",
+        &[
+            "weft-agent",
+            "weft-cancel",
+            "weft-core",
+            "weft-llm",
+            "weft-protocol",
+            "weft-server",
+            "weft-store",
+            "weft-tool-api",
+            "weft-tools",
+        ],
+    ),
+    (
+        "weft-cli",
+        &[
+            "weft-agent",
+            "weft-cancel",
+            "weft-client",
+            "weft-core",
+            "weft-llm",
+            "weft-protocol",
+            "weft-server",
+            "weft-store",
+            "weft-tool-api",
+            "weft-tools",
+        ],
+    ),
+    (
+        "weft-examples",
+        &[
+            "weft-agent",
+            "weft-cancel",
+            "weft-client",
+            "weft-core",
+            "weft-llm",
+            "weft-protocol",
+            "weft-server",
+            "weft-store",
+            "weft-tool-api",
+            "weft-tools",
+        ],
+    ),
+];
+
+#[test]
+fn every_crate_depends_only_on_the_weft_crates_below_it() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let mut members: Vec<String> = std::fs::read_dir(format!("{root}/crates"))
+        .unwrap()
+        .filter_map(|e| {
+            let manifest = std::fs::read_to_string(e.ok()?.path().join("Cargo.toml")).ok()?;
+            manifest
+                .lines()
+                .find_map(|l| l.strip_prefix("name = ").map(|n| n.trim_matches('"').to_string()))
+        })
+        .collect();
+    members.push("weft-examples".into());
+    for member in &members {
+        assert!(
+            ALLOWED.iter().any(|(name, _)| name == member),
+            "{member} has no entry in ALLOWED: say which Weft crates it may depend on"
+        );
+    }
+    for (krate, allowed) in ALLOWED {
+        let deps = dependencies(krate);
+        assert!(deps.iter().any(|d| d == krate), "{krate} not found in its own tree: {deps:?}");
+        let mut weft: Vec<&String> =
+            deps.iter().filter(|d| d.starts_with("weft-") && d != krate).collect();
+        weft.sort();
+        weft.dedup();
+        let extra: Vec<&&String> = weft.iter().filter(|d| !allowed.contains(&d.as_str())).collect();
+        assert!(extra.is_empty(), "{krate} must not depend on {extra:?}");
+    }
+}

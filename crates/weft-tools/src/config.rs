@@ -144,7 +144,7 @@ pub struct ToolPolicy {
     pub timeout: Option<Duration>,
     /// How many bytes of output a call may produce; more is cut with a note.
     pub max_output: Option<usize>,
-    /// Whether a call may run again after a crash (see `weft_agent::Tool::replay_safe`).
+    /// Whether a call may run again after a crash (see `weft_tool_api::Tool::replay_safe`).
     pub replay_safe: Option<bool>,
 }
 

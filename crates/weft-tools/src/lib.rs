@@ -1,6 +1,6 @@
 //! # weft-tools
 //!
-//! Tools from outside and built in, as [`weft_agent::ToolSource`]s:
+//! Tools from outside and built in, as [`weft_tool_api::ToolSource`]s:
 //!
 //! - [`mcp`]: MCP servers (stdio or streamable HTTP) through the official SDK, `rmcp`; each
 //!   server's tools are named `SERVER__TOOL`, listed at start-up and again when the server says
@@ -40,7 +40,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
-use weft_agent::{AgentBuilder, StaticTools, ToolSource};
+use weft_agent::AgentBuilder;
+use weft_tool_api::{StaticTools, ToolSource};
 
 pub use config::{Approval, BuiltinsConfig, McpServerConfig, ToolPolicy, ToolsConfig};
 pub use mcp::McpServer;

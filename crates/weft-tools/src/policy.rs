@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use weft_agent::{Tool, ToolContext, ToolSource, ToolStream};
 use weft_core::ToolSpec;
+use weft_tool_api::{Tool, ToolContext, ToolSource, ToolStream};
 
 use crate::config::{Approval, ToolPolicy};
 

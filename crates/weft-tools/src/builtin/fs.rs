@@ -25,7 +25,7 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 
-use weft_agent::ToolError;
+use weft_tool_api::ToolError;
 
 /// The largest file `read_file` reads.
 pub const MAX_READ: u64 = 1024 * 1024;

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use weft_agent::{Tool, ToolError, ToolOutputSink, streaming_tool_fn, tool_fn};
+use weft_tool_api::{Tool, ToolError, ToolOutputSink, streaming_tool_fn, tool_fn};
 
 use crate::config::BuiltinsConfig;
 

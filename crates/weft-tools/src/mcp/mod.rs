@@ -31,9 +31,9 @@ use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc, watch};
-use weft_agent::{Tool, ToolContext, ToolError, ToolEvent, ToolOutput, ToolSource, ToolStream};
 use weft_cancel::CancellationToken;
 use weft_core::ToolSpec;
+use weft_tool_api::{Tool, ToolContext, ToolError, ToolEvent, ToolOutput, ToolSource, ToolStream};
 
 use crate::config::McpServerConfig;
 
@@ -358,7 +358,7 @@ impl Tool for McpTool {
     }
 
     fn execute(&self, args: Value, ctx: ToolContext) -> ToolStream {
-        let (tx, rx) = mpsc::channel(weft_agent::tool::SINK_CAPACITY);
+        let (tx, rx) = mpsc::channel(weft_tool_api::SINK_CAPACITY);
         let shared = Arc::clone(&self.shared);
         let remote = self.remote.clone();
         tokio::spawn(async move {

@@ -2,8 +2,8 @@
 
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
-use weft_agent::{ToolError, ToolOutput};
 use weft_core::ToolContent;
+use weft_tool_api::{ToolError, ToolOutput};
 
 /// Maps a `tools/call` result: text blocks stay text, images stay images, audio and resources
 /// become a line naming them, `structuredContent` becomes a JSON block (when the server sent no

@@ -27,7 +27,7 @@ use html2text::{Handle, RcDom};
 use html5ever::interface::{ElementFlags, NodeOrText, QuirksMode, TreeSink};
 use html5ever::tendril::{ByteTendril, StrTendril, TendrilSink};
 use html5ever::{Attribute, ExpandedName, QualName};
-use weft_agent::ToolError;
+use weft_tool_api::ToolError;
 
 /// The most steps the parser may take over its stacks for one page.
 pub const MAX_PARSE_STEPS: u64 = 16_000_000;

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use reqwest::Url;
-use weft_agent::ToolError;
+use weft_tool_api::ToolError;
 
 /// The most redirects followed.
 const MAX_REDIRECTS: usize = 5;

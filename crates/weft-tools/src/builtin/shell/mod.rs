@@ -29,7 +29,7 @@ use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::ChildStdin;
 use tokio::sync::mpsc;
-use weft_agent::{ToolError, ToolOutputSink};
+use weft_tool_api::{ToolError, ToolOutputSink};
 
 /// The variables every command gets from this process (when set), besides those configured.
 pub const PASSED_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
