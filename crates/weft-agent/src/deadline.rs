@@ -18,8 +18,10 @@ use std::time::Duration;
 
 use weft_core::{CallState, Input, SessionStatus, StoredSession, ToolResultMessage, now_ms};
 
-use crate::agent::{Agent, AgentInner, SessionHandle};
+use crate::agent::Agent;
+use crate::context::AgentInner;
 use crate::lease::Lease;
+use crate::session::SessionHandle;
 
 /// How many due sessions one look at the store handles.
 const DUE_PAGE: usize = 64;

@@ -9,8 +9,10 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use weft_core::{AssistantContent, Message, Session, SessionStatus, now_ms};
 
-use crate::agent::{Agent, OPTION_RUN_AFTER_SEQ, SessionHandle, remove_option, set_option};
+use crate::agent::Agent;
 use crate::error::{AgentError, ExecuteError};
+use crate::options::{OPTION_RUN_AFTER_SEQ, remove_option, set_option};
+use crate::session::SessionHandle;
 
 /// The key of a session's `options` that holds where it was forked from ([`ForkedFrom`]).
 pub const OPTION_FORKED_FROM: &str = "forkedFrom";

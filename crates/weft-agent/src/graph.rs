@@ -13,10 +13,12 @@ use weft_core::{
 };
 use weft_llm::{CancellationToken, ModelRequest, Provider, ProviderStream, StreamEvent};
 
-use crate::agent::{AgentInner, ToolGate};
+use crate::calls::{finish_call, run_one};
+use crate::config::ToolGate;
+use crate::content::{content_event, end_event};
+use crate::context::AgentInner;
 use crate::machine::NodeCall;
 use crate::modes::got::{NodeOutcome, Ready};
-use crate::run::{content_event, end_event, finish_call, run_one};
 use crate::tool::{ToolContext, ToolError, ToolEvent};
 
 /// What a graph node's task tells the driver.

@@ -93,7 +93,7 @@ impl Lease {
     }
 
     /// Looks every `every` for an abort of run `run_id` requested by another process (a
-    /// checkpoint in [`ABORT_NAMESPACE`](crate::agent::ABORT_NAMESPACE) named by the run id) and
+    /// checkpoint in [`ABORT_NAMESPACE`](crate::options::ABORT_NAMESPACE) named by the run id) and
     /// cancels the run when there is one; stops when the lease is released or the run cancelled.
     /// A zero `every` looks never. Needs [`keep`](Self::keep) first (it is the kept run that is
     /// cancelled).
@@ -279,7 +279,7 @@ impl Keeper {
         if due.is_empty() {
             return;
         }
-        let namespace = crate::agent::ABORT_NAMESPACE;
+        let namespace = crate::options::ABORT_NAMESPACE;
         match self.store.find_checkpoints(namespace, &due).await {
             Ok(found) if !found.is_empty() => {
                 let mut entries = self.lock();

@@ -28,7 +28,12 @@
 //! ```
 
 mod agent;
+mod builder;
+mod calls;
 mod catalog;
+mod config;
+mod content;
+mod context;
 mod deadline;
 mod error;
 mod execute;
@@ -39,15 +44,17 @@ mod identity;
 mod lease;
 mod machine;
 mod modes;
+mod options;
 mod run;
+mod session;
 pub mod tool;
 
-pub use agent::{
-    ABORT_NAMESPACE, Agent, AgentBuilder, AgentConfig, AgentHooks, ApprovalPolicy,
-    DEFAULT_ABORT_POLL, DEFAULT_END_COMMIT_TIMEOUT, DEFAULT_KEEP_OPEN, DEFAULT_LEASE_TTL,
-    DEFAULT_MAX_TURNS, DEFAULT_REMOTE_TOOL_TIMEOUT, DEFAULT_SWEEP_INTERVAL, DEFAULT_TOOL_TIMEOUT,
-    OPTION_MAX_TURNS, OPTION_MODE, OPTION_RUN_AFTER_SEQ, SessionHandle, SessionOptions, ToolGate,
-    run_after_seq, session_max_turns,
+pub use agent::Agent;
+pub use builder::AgentBuilder;
+pub use config::{
+    AgentConfig, AgentHooks, ApprovalPolicy, DEFAULT_ABORT_POLL, DEFAULT_END_COMMIT_TIMEOUT,
+    DEFAULT_KEEP_OPEN, DEFAULT_LEASE_TTL, DEFAULT_MAX_TURNS, DEFAULT_REMOTE_TOOL_TIMEOUT,
+    DEFAULT_SWEEP_INTERVAL, DEFAULT_TOOL_TIMEOUT, ToolGate,
 };
 pub use error::{AgentError, ExecuteError};
 pub use execute::{
@@ -57,7 +64,12 @@ pub use fork::{
     ForkOptions, ForkedFrom, OPTION_BRANCH, OPTION_FORKED_FROM, forked_from, latest_branch,
 };
 pub use identity::ProcessIdentity;
-pub use modes::{GotOptions, Mode, Search, TotOptions};
+pub use modes::{GotOptions, Mode, OPTION_MODE, Search, TotOptions};
+pub use options::{
+    ABORT_NAMESPACE, OPTION_MAX_TURNS, OPTION_RUN_AFTER_SEQ, SessionOptions, run_after_seq,
+    session_max_turns,
+};
+pub use session::SessionHandle;
 pub use tool::{
     CancellationToken, DEFAULT_MAX_OUTPUT, FnTool, StaticTools, Tool, ToolContext, ToolError,
     ToolEvent, ToolOutput, ToolOutputSink, ToolSource, ToolStream, parameters_schema,

@@ -13,21 +13,22 @@ use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use weft_core::{
-    AgentEvent, AssistantContent, AssistantMessage, Cost, Message, MessageSpan, Role,
-    SessionStatus, ToolCall, ToolExecutionResult, ToolResultMessage, Usage, UserContent, now_ms,
+    AgentEvent, AssistantMessage, Cost, Message, MessageSpan, Role, SessionStatus, ToolCall, Usage,
+    now_ms,
 };
 use weft_llm::{CancellationToken, ContentDelta, ModelRequest, ProviderStream, StreamEvent};
 
-use crate::agent::{AgentInner, SessionHandle, ToolGate};
+use crate::calls::{finish_call, panic_message, run_one};
 use crate::catalog::{Catalog, Resolved};
+use crate::config::ToolGate;
+use crate::content::{content_event, end_event};
+use crate::context::AgentInner;
 use crate::execute::{Emitter, ExecuteResult};
 use crate::graph::{GraphMsg, GraphNodeRun};
 use crate::machine::{CompletedTurn, Disposition, Machine, Next, Progress, ToolOutcome};
 use crate::modes::got::{NodeOutcome, Ready};
-use crate::tool::{
-    DEFAULT_MAX_OUTPUT, ToolContext, ToolError, ToolEvent, ToolOutput, floor_char_boundary,
-    truncation_note,
-};
+use crate::session::SessionHandle;
+use crate::tool::{ToolContext, ToolError, ToolEvent, ToolOutput};
 
 /// A model call made in a node run of its own ([`Run::model_node`]).
 struct ModelNode {
@@ -949,148 +950,4 @@ impl Run {
         self.emitter.emit(end);
         outcome
     }
-}
-
-/// A finished call's `tool_execution_end` event, and its result and trace record.
-pub(crate) fn finish_call(
-    call: &ToolCall,
-    result: Result<ToolOutput, ToolError>,
-    (started_at, clock): (u64, Instant),
-) -> (AgentEvent, ToolOutcome) {
-    let (output, content, details, is_error) = match result {
-        Ok(out) => (out.text_output(), out.result_content(), out.details, false),
-        Err(error) => {
-            let text = error.to_string();
-            (text.clone(), vec![UserContent::text(text)], None, true)
-        }
-    };
-    let end = AgentEvent::ToolExecutionEnd {
-        tool_call_id: call.id.clone(),
-        tool_name: call.name.clone(),
-        output: output.clone(),
-        details: details.clone().map(Box::new),
-        is_error,
-    };
-    let result = ToolResultMessage {
-        tool_call_id: call.id.clone(),
-        tool_name: call.name.clone(),
-        content,
-        details: details.clone(),
-        is_error,
-        timestamp: now_ms(),
-    };
-    let execution = ToolExecutionResult {
-        call: call.clone(),
-        error: is_error.then(|| output.clone()),
-        output,
-        details,
-        started_at,
-        latency_ms: u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX),
-    };
-    (end, ToolOutcome { result, execution })
-}
-
-/// Runs one tool call to its terminal event, whatever happens to it; output past the tool's
-/// limit is cut with a note (the deltas once, the final output again).
-pub(crate) async fn run_one(
-    i: usize,
-    tool: Arc<dyn crate::tool::Tool>,
-    args: serde_json::Value,
-    ctx: ToolContext,
-    timeout: std::time::Duration,
-    tx: mpsc::Sender<(usize, ToolEvent)>,
-) {
-    let cancel = ctx.cancel.clone();
-    let limit = tool.max_output().unwrap_or(DEFAULT_MAX_OUTPUT);
-    let forward = {
-        let tx = tx.clone();
-        async move {
-            let mut stream = tool.execute(args, ctx);
-            let (mut streamed, mut cut) = (0usize, false);
-            while let Some(event) = stream.next().await {
-                let event = match event {
-                    ToolEvent::Delta(_) if cut => continue,
-                    ToolEvent::Delta(mut delta) if streamed + delta.len() > limit => {
-                        cut = true;
-                        delta.truncate(floor_char_boundary(&delta, limit - streamed));
-                        delta.push_str(&truncation_note(limit));
-                        ToolEvent::Delta(delta)
-                    }
-                    ToolEvent::Delta(delta) => {
-                        streamed += delta.len();
-                        ToolEvent::Delta(delta)
-                    }
-                    ToolEvent::Complete(out) if out.exceeds(limit) => {
-                        ToolEvent::Complete(out.truncated(limit))
-                    }
-                    other => other,
-                };
-                let terminal = matches!(event, ToolEvent::Complete(_) | ToolEvent::Error(_));
-                if tx.send((i, event)).await.is_err() || terminal {
-                    return;
-                }
-            }
-            let error = ToolError::failed("The tool ended without a result");
-            let _ = tx.send((i, ToolEvent::Error(error))).await;
-        }
-    };
-    let outcome = tokio::time::timeout(timeout, AssertUnwindSafe(forward).catch_unwind()).await;
-    let error = match outcome {
-        Ok(Ok(())) => return,
-        Ok(Err(panic)) => {
-            ToolError::Failed(format!("The tool panicked: {}", panic_message(&*panic)))
-        }
-        Err(_) => {
-            cancel.cancel();
-            ToolError::TimedOut(timeout)
-        }
-    };
-    let _ = tx.send((i, ToolEvent::Error(error))).await;
-}
-
-pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(no message)".to_string()
-    }
-}
-
-/// The agent event for a content delta (`None` for signature parts, which are reported whole on
-/// `thinking_end`); `*_end` events carry the block's whole content.
-pub(crate) fn content_event(
-    delta: ContentDelta,
-    content: &[AssistantContent],
-) -> Option<AgentEvent> {
-    Some(match delta {
-        ContentDelta::TextStart { index } => AgentEvent::TextStart { index },
-        ContentDelta::TextDelta { index, delta } => AgentEvent::TextDelta { index, delta },
-        ContentDelta::ThinkingStart { index } => AgentEvent::ThinkingStart { index },
-        ContentDelta::ThinkingDelta { index, delta } => AgentEvent::ThinkingDelta { index, delta },
-        ContentDelta::ThinkingSignature { .. } => return None,
-        ContentDelta::ToolCallStart { index, id, name } => {
-            AgentEvent::ToolcallStart { index, id, name }
-        }
-        ContentDelta::ToolCallDelta { index, delta } => AgentEvent::ToolcallDelta { index, delta },
-        ContentDelta::TextEnd { index }
-        | ContentDelta::ThinkingEnd { index }
-        | ContentDelta::ToolCallEnd { index } => return end_event(index, content),
-    })
-}
-
-/// The `*_end` event of block `index`, with its whole content.
-pub(crate) fn end_event(index: u32, content: &[AssistantContent]) -> Option<AgentEvent> {
-    Some(match content.get(index as usize)? {
-        AssistantContent::Text(t) => AgentEvent::TextEnd { index, text: t.text.clone() },
-        AssistantContent::Thinking(t) => AgentEvent::ThinkingEnd {
-            index,
-            thinking: t.thinking.clone(),
-            signature: t.signature.clone(),
-        },
-        AssistantContent::ToolCall(call) => {
-            AgentEvent::ToolcallEnd { index, tool_call: call.clone() }
-        }
-    })
 }

@@ -19,20 +19,8 @@ use syn::visit::Visit;
 /// relative to the crate's `src/`. The test fails on any other circle, and on one of these
 /// that is gone (so that the list only shrinks).
 const KNOWN: &[(&str, &[&str])] = &[
-    (
-        "weft-agent",
-        &[
-            "agent.rs",
-            "deadline.rs",
-            "graph.rs",
-            "lease.rs",
-            "machine.rs",
-            "modes/got.rs",
-            "modes/mod.rs",
-            "modes/tot.rs",
-            "run.rs",
-        ],
-    ),
+    // The sweeper calls the agent's facade; it is to call the driver through a weak context.
+    ("weft-agent", &["agent.rs", "deadline.rs"]),
     ("weft-core", &["event.rs", "session.rs", "store.rs"]),
     ("weft-server", &["auth.rs", "ids.rs"]),
     ("weft-server", &["openapi.rs", "routes.rs", "ws.rs"]),

@@ -20,6 +20,10 @@ use serde::{Deserialize, Deserializer, Serialize};
 pub(crate) mod got;
 pub(crate) mod tot;
 
+/// The key of a session's `options` that holds its reasoning [`Mode`] (absent:
+/// react).
+pub const OPTION_MODE: &str = "mode";
+
 /// The reasoning mode of a session's runs, with its parameters.
 ///
 /// JSON: a name (`"react"`, `"tot"`, `"got"`) or an object with `type` and the parameters
@@ -119,7 +123,7 @@ impl Mode {
     /// The mode a session's `options` name ([`crate::OPTION_MODE`]); react when none.
     pub fn of_options(options: &serde_json::Value) -> Mode {
         options
-            .get(crate::agent::OPTION_MODE)
+            .get(OPTION_MODE)
             .and_then(|m| serde_json::from_value(m.clone()).ok())
             .unwrap_or_default()
     }
