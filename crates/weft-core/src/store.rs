@@ -19,6 +19,9 @@
 //! [`StoreError::Conflict`] and changes nothing. Starting a run is such a commit (status
 //! `running`), so two processes can never both start a run on one session.
 //!
+//! The head, run state and loaded session are defined in [`state`](crate::state), below this
+//! module and [`session`](crate::session), and re-exported here.
+//!
 //! This module is plain data and a trait: backends (memory, SQLite, Postgres) live in
 //! `weft-store`, and the agent sees storage only through [`SessionStore`].
 
@@ -33,9 +36,8 @@ use serde_json::Value;
 use crate::event::AgentEvent;
 use crate::history::History;
 use crate::message::{Message, TimestampMs};
-use crate::session::{OpenTurn, SessionStatus};
-use crate::tool::ToolSpec;
-use crate::usage::{Cost, Usage};
+
+pub use crate::state::{RunChange, RunState, SessionHead, StoredSession};
 
 /// A boxed future, as the store's methods return (the contract is object-safe, so a server can
 /// hold `Arc<dyn SessionStore>`).
@@ -107,107 +109,6 @@ impl MessageSpan {
     }
 }
 
-/// What a session is, without its messages: rewritten by every commit.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionHead {
-    /// Its id.
-    pub id: String,
-    /// Who owns it (an API key's owner), if anyone. Fixed at creation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<String>,
-    /// Where it stands.
-    pub status: SessionStatus,
-    /// The provider of the last (or next) model call.
-    pub provider: String,
-    /// The model of the last (or next) model call.
-    pub model: String,
-    /// The system prompt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system_prompt: Option<Arc<str>>,
-    /// The session's own tools (remote tools: specs given by the client).
-    #[serde(default)]
-    pub tools: Vec<ToolSpec>,
-    /// Other options the session was created with (mode, limits …), kept as given.
-    #[serde(default, skip_serializing_if = "Value::is_null")]
-    pub options: Value,
-    /// Tokens used over the session's life.
-    #[serde(default)]
-    pub usage: Usage,
-    /// Cost over the session's life.
-    #[serde(default)]
-    pub cost: Cost,
-    /// How many messages the log holds.
-    #[serde(default)]
-    pub message_count: u64,
-    /// How many steps (model calls) the session has made.
-    #[serde(default)]
-    pub step_count: u32,
-    /// The earliest deadline of a remote call its suspended run waits for (what the deadline
-    /// sweeper looks for).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_deadline: Option<TimestampMs>,
-    /// Bumped by every commit (optimistic concurrency).
-    #[serde(default)]
-    pub version: u64,
-    /// When it was created.
-    pub created_at: TimestampMs,
-    /// When it last changed.
-    pub updated_at: TimestampMs,
-}
-
-/// The state of a session's current or suspended run: everything needed to go on with it in
-/// another process. Its size does not grow with the run: finished steps are in the event log
-/// (`step_end`), not here, so a boundary's commit costs the same at turn 1,000 as at turn 1.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunState {
-    /// The id of the run's current execution: a resume is an execution of its own with a new
-    /// id, as the wire formats expect (`run_start`, `RUN_STARTED`), while the turn count and
-    /// steps accumulate over all of them.
-    pub run_id: String,
-    /// The agent mode (`react`, `tot`, `got`).
-    pub mode: String,
-    /// How many model calls the run has made, over all its resumes (`max_turns` counts these).
-    #[serde(default)]
-    pub turns: u32,
-    /// The turn whose tool calls are not all answered, with each call's state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub open_turn: Option<OpenTurn>,
-    /// The mode's own state, for modes that keep one.
-    #[serde(default, skip_serializing_if = "Value::is_null")]
-    pub mode_state: Value,
-    /// How many executions of the run came before the current one (resumes after a
-    /// suspension, recoveries after a crash): node ids of later executions carry it, so they
-    /// never repeat an earlier execution's.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub executions: u32,
-    /// When the run started.
-    pub started_at: TimestampMs,
-    /// The id of the run's first execution (the one its input started), kept through resumes
-    /// and recoveries: the id clients know the run's answer by. `None` in runs stored before
-    /// it was kept.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_run_id: Option<String>,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-/// What a commit does to the run state.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(tag = "op", content = "run", rename_all = "snake_case")]
-pub enum RunChange {
-    /// Leaves it as it is.
-    #[default]
-    Keep,
-    /// Replaces it.
-    Set(Box<RunState>),
-    /// Removes it (the run is over).
-    Clear,
-}
-
 /// A set of changes to one session, applied in one transaction, only if the stored head's
 /// `version` is `expected_version`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -229,23 +130,6 @@ pub struct Commit {
     /// not copied: the same records are what live watchers hold.
     #[serde(default)]
     pub events: Vec<Arc<EventRecord>>,
-}
-
-/// A session as loaded from a store.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StoredSession {
-    /// Its head.
-    pub head: SessionHead,
-    /// The whole message log, in order.
-    pub messages: History,
-    /// The current or suspended run, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run: Option<RunState>,
-    /// The seq of its last stored event (0: none).
-    pub last_seq: u64,
-    /// The highest seq reserved so far (numbering goes on above it).
-    pub reserved_seq: u64,
 }
 
 /// A saved state of a run, by (session, namespace, id).
