@@ -60,7 +60,8 @@ pub use step::{
     ToolExecutionResult,
 };
 pub use store::{
-    Checkpoint, Commit, EventRecord, MessageSpan, OwnerScope, SessionStore, StoreError, StoreFuture,
+    BackendSource, Checkpoint, Commit, EventRecord, MessageSpan, OwnerScope, SessionStore,
+    StoreError, StoreFuture,
 };
 pub use tool::{MAX_TOOL_NAME, ToolContent, ToolSpec, valid_tool_name};
 pub use usage::{Cost, Prices, Usage};

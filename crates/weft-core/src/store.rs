@@ -170,8 +170,16 @@ impl OwnerScope<'_> {
     }
 }
 
+/// The error underneath a [`StoreError::Backend`]: what the database driver, the file system …
+/// answered. Shared, so that a [`StoreError`] stays cheap to clone (one failed write answers every
+/// caller it was batched with).
+pub type BackendSource = Arc<dyn std::error::Error + Send + Sync + 'static>;
+
 /// Why a store refused or failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Two errors are equal when their variant and fields are, except that a
+/// [`Backend`](Self::Backend) error's `source` is not compared (only its `message`).
+#[derive(Debug, Clone)]
 pub enum StoreError {
     /// No session with this id.
     NotFound(String),
@@ -189,14 +197,43 @@ pub enum StoreError {
     /// The commit or record is not consistent with what is stored (a message index or seq out
     /// of order): a bug in the caller, nothing was written.
     Invalid(String),
-    /// The backend failed (connection, disk, corrupt data). The text says what, never a secret.
-    Backend(String),
+    /// The backend failed (connection, disk, corrupt data). [Transient](Self::is_transient):
+    /// the same call may succeed later.
+    Backend {
+        /// What failed, with the underlying error's own text when there is one. Never a secret
+        /// (a connection string with its password, say).
+        message: String,
+        /// The underlying error, when there is one ([`std::error::Error::source`] returns it):
+        /// for a caller that needs to know more than the text says (an `io::ErrorKind`, a
+        /// database's error code).
+        source: Option<BackendSource>,
+    },
     /// The store can no longer be used by this process: its writer has stopped (the task that
     /// owns the only writing connection ended with the runtime it ran on, or panicked) or it
     /// was shut down. Unlike [`Backend`](Self::Backend) it is not transient: asking again gets
     /// the same answer, so nothing retries it.
     Closed(String),
 }
+
+impl PartialEq for StoreError {
+    fn eq(&self, other: &Self) -> bool {
+        use StoreError::*;
+        match (self, other) {
+            (NotFound(a), NotFound(b)) => a == b,
+            (AlreadyExists(a), AlreadyExists(b)) => a == b,
+            (
+                Conflict { session_id: a, expected: ea, found: fa },
+                Conflict { session_id: b, expected: eb, found: fb },
+            ) => a == b && ea == eb && fa == fb,
+            (Invalid(a), Invalid(b)) => a == b,
+            (Backend { message: a, .. }, Backend { message: b, .. }) => a == b,
+            (Closed(a), Closed(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for StoreError {}
 
 impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -208,21 +245,52 @@ impl std::fmt::Display for StoreError {
                 "session {session_id} changed concurrently (expected version {expected}, found {found})"
             ),
             StoreError::Invalid(why) => write!(f, "invalid store operation: {why}"),
-            StoreError::Backend(why) => write!(f, "session store failed: {why}"),
+            StoreError::Backend { message, .. } => write!(f, "session store failed: {message}"),
             StoreError::Closed(why) => write!(f, "session store closed: {why}"),
         }
     }
 }
 
-impl std::error::Error for StoreError {}
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Backend { source: Some(source), .. } => Some(&**source),
+            _ => None,
+        }
+    }
+}
 
 impl StoreError {
+    /// A [`Backend`](Self::Backend) failure with no underlying error (a check of the backend's
+    /// own, such as a schema newer than the build). `message` must not hold a secret.
+    pub fn backend(message: impl Into<String>) -> Self {
+        StoreError::Backend { message: message.into(), source: None }
+    }
+
+    /// A [`Backend`](Self::Backend) failure caused by `source`, kept as the error's
+    /// [`source`](std::error::Error::source). `message` says what failed and is shown as it
+    /// is (it does not add `source`'s text: include it when it is safe to show); it must not
+    /// hold a secret.
+    pub fn backend_caused_by(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        StoreError::Backend { message: message.into(), source: Some(Arc::new(source)) }
+    }
+
     /// Whether the same call may succeed later: the backend failed (a connection dropped, a
     /// disk was full) rather than refusing what was asked. A refusal (an unknown session, a
     /// conflict, an inconsistent record) gives the same answer however often it is retried, and
-    /// so does a store that is [closed](Self::Closed).
+    /// so does a store that is [closed](Self::Closed). Retry loops ask this, not the variant.
     pub fn is_transient(&self) -> bool {
-        matches!(self, StoreError::Backend(_))
+        match self {
+            StoreError::Backend { .. } => true,
+            StoreError::NotFound(_)
+            | StoreError::AlreadyExists(_)
+            | StoreError::Conflict { .. }
+            | StoreError::Invalid(_)
+            | StoreError::Closed(_) => false,
+        }
     }
 }
 
@@ -387,5 +455,44 @@ pub trait SessionStore: Send + Sync + 'static {
             self.create(head, History::new()).await?;
             self.delete_session(&id, OwnerScope::Any).await.map(|_| ())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn backend_errors_keep_their_source_and_are_transient() {
+        let io = std::io::Error::new(std::io::ErrorKind::StorageFull, "disk full");
+        let error = StoreError::backend_caused_by("SQLite write: disk full", io);
+        assert_eq!(error.to_string(), "session store failed: SQLite write: disk full");
+        let source = error.source().map(|s| s.to_string());
+        assert_eq!(source.as_deref(), Some("disk full"));
+        let kind =
+            error.source().and_then(|s| s.downcast_ref::<std::io::Error>()).map(|e| e.kind());
+        assert_eq!(kind, Some(std::io::ErrorKind::StorageFull));
+        assert!(error.is_transient());
+        // A clone shares the source; equality looks at the message only.
+        assert!(error.clone().source().is_some());
+        assert_eq!(error, StoreError::backend("SQLite write: disk full"));
+        assert!(StoreError::backend("no source").source().is_none());
+    }
+
+    #[test]
+    fn refusals_and_a_closed_store_are_not_transient() {
+        let refusals = [
+            StoreError::NotFound("s".into()),
+            StoreError::AlreadyExists("s".into()),
+            StoreError::Conflict { session_id: "s".into(), expected: 1, found: 2 },
+            StoreError::Invalid("seq out of order".into()),
+            StoreError::Closed("the writer has stopped".into()),
+        ];
+        for error in refusals {
+            assert!(!error.is_transient(), "{error}");
+            assert!(error.source().is_none(), "{error}");
+        }
     }
 }

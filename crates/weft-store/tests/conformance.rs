@@ -1439,7 +1439,7 @@ async fn sqlite_failed_operation_rolls_back_alone() {
         let loaded_head = store.head(&h.id).await.unwrap().unwrap();
         let events = store.read_events(&h.id, 0, 10).await.unwrap();
         if h.id == "s3" {
-            assert!(matches!(answer, Err(StoreError::Backend(_))), "{answer:?}");
+            assert!(matches!(answer, Err(StoreError::Backend { .. })), "{answer:?}");
             assert_eq!(loaded_head, *h, "the head rewrite was rolled back");
             assert!(events.is_empty());
         } else {
@@ -1473,7 +1473,7 @@ async fn sqlite_corrupt_rows_are_backend_errors() {
         store.read_events("s1", 0, 10).await.unwrap_err(),
         store.wait_events("s1", 0, Duration::from_millis(10)).await.unwrap_err(),
     ] {
-        let StoreError::Backend(text) = &error else { panic!("{error:?}") };
+        let StoreError::Backend { message: text, .. } = &error else { panic!("{error:?}") };
         assert!(text.contains("s1"), "{text}");
         assert!(
             text.contains("messages") || text.contains("events") || text.contains("sessions"),
@@ -1483,9 +1483,11 @@ async fn sqlite_corrupt_rows_are_backend_errors() {
     raw.execute("UPDATE sessions SET head = 'null' WHERE id = 's1'").await.unwrap();
     let error = store.head("s1").await.unwrap_err();
     assert!(
-        matches!(&error, StoreError::Backend(t) if t.contains("sessions") && t.contains("s1")),
+        matches!(&error, StoreError::Backend { message: t, .. } if t.contains("sessions") && t.contains("s1")),
         "{error:?}"
     );
+    // The decoder's own error is kept as the source.
+    assert!(std::error::Error::source(&error).is_some(), "{error:?}");
 }
 
 /// A store whose writer has stopped (it ran on a runtime that is gone) says it is closed, which
@@ -1524,7 +1526,10 @@ async fn sqlite_refuses_newer_schema() {
         sqlx::SqliteConnection::connect(&format!("sqlite:{}", path.display())).await.unwrap();
     raw.execute("PRAGMA user_version = 99").await.unwrap();
     let error = SqliteStore::open(&path).await.err().unwrap();
-    assert!(matches!(&error, StoreError::Backend(t) if t.contains("newer")), "{error:?}");
+    assert!(
+        matches!(&error, StoreError::Backend { message: t, .. } if t.contains("newer")),
+        "{error:?}"
+    );
 }
 
 /// A file written by a build that knew only the first migration is upgraded in place: its

@@ -160,7 +160,7 @@ impl Spy {
 
 /// The answer of a store whose disk is full.
 fn disk_full<'a, T: Send + 'a>() -> StoreFuture<'a, T> {
-    Box::pin(std::future::ready(Err(StoreError::Backend("disk full, by the test".into()))))
+    Box::pin(std::future::ready(Err(StoreError::backend("disk full, by the test"))))
 }
 
 /// `delay` before `call`, if this is the first call counted by `counter`.
@@ -184,7 +184,7 @@ impl SessionStore for Spy {
     fn create<'a>(&'a self, head: SessionHead, messages: History) -> StoreFuture<'a, ()> { self.inner.create(head, messages) }
     fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<StoredSession>> {
         if self.fail_loads.load(Ordering::SeqCst) {
-            return Box::pin(std::future::ready(Err(StoreError::Backend("unreachable, by the test".into()))));
+            return Box::pin(std::future::ready(Err(StoreError::backend("unreachable, by the test"))));
         }
         self.inner.load(id)
     }
@@ -199,7 +199,7 @@ impl SessionStore for Spy {
             return Box::pin(std::future::ready(Err(StoreError::Closed("the writer has stopped, by the test".into()))));
         }
         if resting && self.fail_ends.load(Ordering::SeqCst) {
-            return Box::pin(std::future::ready(Err(StoreError::Backend("disk full, by the test".into()))));
+            return Box::pin(std::future::ready(Err(StoreError::backend("disk full, by the test"))));
         }
         self.inner.commit(commit)
     }
