@@ -14,8 +14,8 @@
 //! - [`state`]: what a session is as it is stored: its status ([`SessionStatus`]), its head
 //!   ([`SessionHead`]) and the state of its run ([`RunState`], [`OpenTurn`] …);
 //! - [`session`]: [`Session`] and the [`Input`] that starts or resumes a run;
-//! - [`store`]: how a session is stored ([`Commit`], [`EventRecord`]) and the [`SessionStore`]
-//!   contract its backends implement.
+//! - [`store`]: how a session is stored ([`Commit`], [`EventRecord`]), the [`SessionStore`]
+//!   contract its backends implement, and [`ForwardingStore`] for wrappers of a store.
 //!
 //! The modules depend on each other one way: `message`, `usage`, `tool`, `step` and `history` at
 //! the bottom, `state` on them, `event` and `session` on `state`, and `store` on top. (`session`
@@ -60,8 +60,8 @@ pub use step::{
     ToolExecutionResult,
 };
 pub use store::{
-    BackendSource, Checkpoint, Commit, EventRecord, MessageSpan, OwnerScope, SessionStore,
-    StoreError, StoreFuture,
+    BackendSource, Checkpoint, Commit, EventRecord, ForwardingStore, MessageSpan, OwnerScope,
+    SessionStore, StoreError, StoreFuture,
 };
 pub use tool::{MAX_TOOL_NAME, ToolContent, ToolSpec, valid_tool_name};
 pub use usage::{Cost, Prices, Usage};
