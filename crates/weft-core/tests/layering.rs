@@ -44,3 +44,65 @@ fn the_agent_sees_no_database_and_the_model_layer_no_agent() {
     assert_absent("weft-agent", &["sqlx", "rusqlite", "tokio-postgres", "axum"]);
     assert_absent("weft-llm", &["weft-agent", "sqlx", "rusqlite", "axum"]);
 }
+
+/// The modules of weft-core whose code (not comments) names `crate::module`, by module.
+fn module_imports() -> Vec<(String, Vec<String>)> {
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
+    let mut files: Vec<_> = std::fs::read_dir(src)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort();
+    let modules: Vec<String> =
+        files.iter().map(|p| p.file_stem().unwrap().to_string_lossy().into_owned()).collect();
+    files
+        .iter()
+        .zip(&modules)
+        .filter(|(_, m)| *m != "lib")
+        .map(|(path, module)| {
+            let text = std::fs::read_to_string(path).unwrap();
+            let mut named: Vec<String> = modules
+                .iter()
+                .filter(|other| *other != module && *other != "lib")
+                .filter(|other| {
+                    let needle = format!("crate::{other}");
+                    text.lines().filter(|l| !l.trim_start().starts_with("//")).any(|l| {
+                        l.match_indices(&needle).any(|(at, _)| {
+                            let after = l[at + needle.len()..].chars().next();
+                            !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                        })
+                    })
+                })
+                .cloned()
+                .collect();
+            named.sort();
+            (module.clone(), named)
+        })
+        .collect()
+}
+
+/// weft-core's modules depend on each other one way (no module reaches, through the modules it
+/// names, back to itself): `state` below `event` and `session`, `store` on top.
+#[test]
+fn core_modules_import_one_way() {
+    let graph = module_imports();
+    let names = |m: &str| graph.iter().find(|(n, _)| n == m).map(|(_, d)| d.clone());
+    for (module, _) in &graph {
+        // Depth-first from `module`, looking for a way back to it.
+        let mut stack = names(module).unwrap_or_default();
+        let mut seen: Vec<String> = Vec::new();
+        while let Some(next) = stack.pop() {
+            assert_ne!(&next, module, "weft-core's module {module} reaches itself: {graph:?}");
+            if !seen.contains(&next) {
+                stack.extend(names(&next).unwrap_or_default());
+                seen.push(next);
+            }
+        }
+    }
+    let state = names("state").unwrap();
+    assert!(
+        !state.iter().any(|m| ["event", "session", "store"].contains(&m.as_str())),
+        "{state:?}"
+    );
+}
