@@ -1438,22 +1438,10 @@ struct ProbeSummary {
     reserve_longest: Duration,
 }
 
-impl SessionStore for Probe {
-    fn kind(&self) -> &'static str {
-        self.inner.kind()
-    }
-    fn create<'a>(
-        &'a self,
-        head: weft_core::SessionHead,
-        messages: weft_core::History,
-    ) -> StoreFuture<'a, ()> {
-        self.inner.create(head, messages)
-    }
-    fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<weft_core::StoredSession>> {
-        self.inner.load(id)
-    }
-    fn head<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<weft_core::SessionHead>> {
-        self.inner.head(id)
+/// Passes every call on to `inner`, timing `commit`, `reserve_seqs` and `append_events`.
+impl weft_core::ForwardingStore for Probe {
+    fn inner(&self) -> &dyn SessionStore {
+        &*self.inner
     }
     fn commit<'a>(&'a self, commit: weft_core::Commit) -> StoreFuture<'a, ()> {
         Box::pin(async move {
@@ -1486,83 +1474,5 @@ impl SessionStore for Probe {
             self.record(ProbeOp::Append(n), start);
             done
         })
-    }
-    fn read_events<'a>(
-        &'a self,
-        id: &'a str,
-        after_seq: u64,
-        limit: usize,
-    ) -> StoreFuture<'a, Vec<Arc<weft_core::EventRecord>>> {
-        self.inner.read_events(id, after_seq, limit)
-    }
-    fn wait_events<'a>(
-        &'a self,
-        id: &'a str,
-        after_seq: u64,
-        timeout: Duration,
-    ) -> StoreFuture<'a, bool> {
-        self.inner.wait_events(id, after_seq, timeout)
-    }
-    fn put_checkpoint<'a>(&'a self, checkpoint: weft_core::Checkpoint) -> StoreFuture<'a, ()> {
-        self.inner.put_checkpoint(checkpoint)
-    }
-    fn get_checkpoint<'a>(
-        &'a self,
-        id: &'a str,
-        namespace: &'a str,
-        checkpoint: Option<&'a str>,
-    ) -> StoreFuture<'a, Option<weft_core::Checkpoint>> {
-        self.inner.get_checkpoint(id, namespace, checkpoint)
-    }
-    fn list_checkpoints<'a>(
-        &'a self,
-        id: &'a str,
-        namespace: &'a str,
-    ) -> StoreFuture<'a, Vec<weft_core::Checkpoint>> {
-        self.inner.list_checkpoints(id, namespace)
-    }
-    fn list_sessions<'a>(
-        &'a self,
-        scope: OwnerScope<'a>,
-        limit: usize,
-    ) -> StoreFuture<'a, Vec<weft_core::SessionHead>> {
-        self.inner.list_sessions(scope, limit)
-    }
-    fn delete_session<'a>(&'a self, id: &'a str, scope: OwnerScope<'a>) -> StoreFuture<'a, bool> {
-        self.inner.delete_session(id, scope)
-    }
-    fn acquire_lease<'a>(
-        &'a self,
-        id: &'a str,
-        holder: &'a str,
-        ttl: Duration,
-    ) -> StoreFuture<'a, bool> {
-        self.inner.acquire_lease(id, holder, ttl)
-    }
-    fn renew_lease<'a>(
-        &'a self,
-        id: &'a str,
-        holder: &'a str,
-        ttl: Duration,
-    ) -> StoreFuture<'a, bool> {
-        self.inner.renew_lease(id, holder, ttl)
-    }
-    fn release_lease<'a>(&'a self, id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
-        self.inner.release_lease(id, holder)
-    }
-    fn take_over_process_leases<'a>(
-        &'a self,
-        process: &'a str,
-        heir: &'a str,
-        ttl: Duration,
-    ) -> StoreFuture<'a, Vec<String>> {
-        self.inner.take_over_process_leases(process, heir, ttl)
-    }
-    fn due_sessions<'a>(
-        &'a self,
-        now: weft_core::TimestampMs,
-        limit: usize,
-    ) -> StoreFuture<'a, Vec<String>> {
-        self.inner.due_sessions(now, limit)
     }
 }

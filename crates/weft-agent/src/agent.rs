@@ -449,10 +449,9 @@ impl Agent {
             if state.stale {
                 // The last run's end never reached the store, and the store cannot be read to
                 // say what the session is now: nothing starts from a state it does not have.
-                return Err(ExecuteError::Store(StoreError::Backend(
+                return Err(ExecuteError::Store(StoreError::backend(
                     "the session's last run ended without its end being stored, and the store \
-                     cannot be read to reload it"
-                        .into(),
+                     cannot be read to reload it",
                 ))
                 .into());
             }

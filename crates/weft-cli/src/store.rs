@@ -75,7 +75,9 @@ impl StoreArgs {
         opened.map_err(|error| match error {
             // `connect`'s refusals name the accepted forms.
             StoreError::Invalid(why) => anyhow!("invalid --store: {why}"),
-            StoreError::Backend(why) => anyhow!("cannot open the session store: {why}"),
+            StoreError::Backend { message, .. } => {
+                anyhow!("cannot open the session store: {message}")
+            }
             other => anyhow!("cannot open the session store: {other}"),
         })
     }

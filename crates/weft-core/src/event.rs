@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::message::{Message, Role, ToolCall};
-use crate::session::SessionStatus;
+use crate::state::SessionStatus;
 use crate::step::AgentStep;
 use crate::usage::{Cost, Usage};
 

@@ -11,9 +11,15 @@
 //! - [`step`]: the step trace ([`AgentStep`], [`ToolExecutionResult`], [`AgentResponse`]);
 //! - [`history`]: [`History`], the conversation shared (not copied) by the session, model
 //!   requests and events;
-//! - [`session`]: [`Session`], its status, and the [`Input`] that starts or resumes a run;
-//! - [`store`]: the durable shape of a session ([`SessionHead`], [`RunState`], [`Commit`],
-//!   [`EventRecord`]) and the [`SessionStore`] contract its backends implement.
+//! - [`state`]: what a session is as it is stored: its status ([`SessionStatus`]), its head
+//!   ([`SessionHead`]) and the state of its run ([`RunState`], [`OpenTurn`] …);
+//! - [`session`]: [`Session`] and the [`Input`] that starts or resumes a run;
+//! - [`store`]: how a session is stored ([`Commit`], [`EventRecord`]), the [`SessionStore`]
+//!   contract its backends implement, and [`ForwardingStore`] for wrappers of a store.
+//!
+//! The modules depend on each other one way: `message`, `usage`, `tool`, `step` and `history` at
+//! the bottom, `state` on them, `event` and `session` on `state`, and `store` on top. (`session`
+//! and `store` re-export the `state` types they used to define, so their old paths still work.)
 //!
 //! This crate is plain data: it does no IO and uses no async runtime. Its JSON form is the agent
 //! plan's (camelCase fields, `type`/`role` tags), specified on each type.
@@ -33,6 +39,7 @@ pub mod event;
 pub mod history;
 pub mod message;
 pub mod session;
+pub mod state;
 pub mod step;
 pub mod store;
 pub mod tool;
@@ -44,14 +51,17 @@ pub use message::{
     AssistantContent, AssistantMessage, ImageContent, Message, Name, Role, StopReason, TextContent,
     ThinkingContent, TimestampMs, ToolCall, ToolResultMessage, UserContent, UserMessage, now_ms,
 };
-pub use session::{ApprovalDecision, CallSlot, CallState, Input, OpenTurn, Session, SessionStatus};
+pub use session::{ApprovalDecision, Input, Session};
+pub use state::{
+    CallSlot, CallState, OpenTurn, RunChange, RunState, SessionHead, SessionStatus, StoredSession,
+};
 pub use step::{
     AgentResponse, AgentStep, CitationRef, SafetyNote, SafetyVerdict, StepAnnotations,
     ToolExecutionResult,
 };
 pub use store::{
-    Checkpoint, Commit, EventRecord, MessageSpan, OwnerScope, RunChange, RunState, SessionHead,
-    SessionStore, StoreError, StoreFuture, StoredSession,
+    BackendSource, Checkpoint, Commit, EventRecord, ForwardingStore, MessageSpan, OwnerScope,
+    SessionStore, StoreError, StoreFuture,
 };
 pub use tool::{MAX_TOOL_NAME, ToolContent, ToolSpec, valid_tool_name};
 pub use usage::{Cost, Prices, Usage};

@@ -6,60 +6,11 @@ use std::sync::Arc;
 
 use crate::history::History;
 use crate::message::{TimestampMs, ToolCall, ToolResultMessage, UserMessage};
-use crate::step::AgentStep;
-use crate::store::{RunState, SessionHead, StoredSession};
+use crate::state::{RunState, SessionHead, StoredSession};
 use crate::tool::ToolSpec;
 use crate::usage::{Cost, Usage};
 
-/// Where a session stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum SessionStatus {
-    /// Created, never run.
-    #[default]
-    Idle,
-    /// A run is in progress.
-    Running,
-    /// The last run ended with the model's answer.
-    Completed,
-    /// The last run is suspended until remote tool results arrive.
-    AwaitingToolExecution,
-    /// The last run is suspended until tool calls are approved or denied.
-    AwaitingApproval,
-    /// The last run failed (the model's message says why).
-    Error,
-    /// The last run was aborted.
-    Aborted,
-    /// The last run stopped because it reached its `max_turns` limit.
-    MaxTurns,
-}
-
-impl SessionStatus {
-    /// Whether a run is suspended waiting for tool results or approvals.
-    pub fn is_suspended(self) -> bool {
-        matches!(self, Self::AwaitingToolExecution | Self::AwaitingApproval)
-    }
-
-    /// The JSON name (`"awaiting_tool_execution"` …).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Idle => "idle",
-            Self::Running => "running",
-            Self::Completed => "completed",
-            Self::AwaitingToolExecution => "awaiting_tool_execution",
-            Self::AwaitingApproval => "awaiting_approval",
-            Self::Error => "error",
-            Self::Aborted => "aborted",
-            Self::MaxTurns => "max_turns",
-        }
-    }
-}
-
-impl std::fmt::Display for SessionStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::state::{CallSlot, CallState, OpenTurn, SessionStatus};
 
 /// A decision on a tool call that needs approval.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -181,68 +132,6 @@ impl<'de> Deserialize<'de> for Input {
                 "input must be a user message, an array of tool results or {\"approvals\": [...]}",
             )),
         }
-    }
-}
-
-/// What a suspended call waits for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum CallState {
-    /// Done; its result is held until every call of the turn is done.
-    Done {
-        /// The result.
-        result: ToolResultMessage,
-    },
-    /// Waiting for a remote result.
-    AwaitingResult {
-        /// When the call was handed over.
-        since: TimestampMs,
-        /// After this instant the call is answered with an error result.
-        deadline: TimestampMs,
-    },
-    /// Running locally.
-    Running,
-    /// Waiting for an approval decision.
-    AwaitingApproval,
-}
-
-/// One call of a suspended turn.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CallSlot {
-    /// The call.
-    pub call: ToolCall,
-    /// What it waits for.
-    #[serde(flatten)]
-    pub state: CallState,
-}
-
-/// A turn whose tool calls are not all answered yet: the run executes them, or is suspended on
-/// them until remote results or approval decisions arrive.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OpenTurn {
-    /// The step the calls belong to, with the results known so far.
-    pub step: AgentStep,
-    /// Every call of the turn in the model's order.
-    pub calls: Vec<CallSlot>,
-}
-
-impl OpenTurn {
-    /// Calls waiting for a remote result.
-    pub fn pending_tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
-        self.calls
-            .iter()
-            .filter(|s| matches!(s.state, CallState::AwaitingResult { .. }))
-            .map(|s| &s.call)
-    }
-
-    /// Calls waiting for approval.
-    pub fn pending_approvals(&self) -> impl Iterator<Item = &ToolCall> {
-        self.calls
-            .iter()
-            .filter(|s| matches!(s.state, CallState::AwaitingApproval))
-            .map(|s| &s.call)
     }
 }
 

@@ -19,6 +19,9 @@
 //! [`StoreError::Conflict`] and changes nothing. Starting a run is such a commit (status
 //! `running`), so two processes can never both start a run on one session.
 //!
+//! The head, run state and loaded session are defined in [`state`](crate::state), below this
+//! module and [`session`](crate::session), and re-exported here.
+//!
 //! This module is plain data and a trait: backends (memory, SQLite, Postgres) live in
 //! `weft-store`, and the agent sees storage only through [`SessionStore`].
 
@@ -33,9 +36,8 @@ use serde_json::Value;
 use crate::event::AgentEvent;
 use crate::history::History;
 use crate::message::{Message, TimestampMs};
-use crate::session::{OpenTurn, SessionStatus};
-use crate::tool::ToolSpec;
-use crate::usage::{Cost, Usage};
+
+pub use crate::state::{RunChange, RunState, SessionHead, StoredSession};
 
 /// A boxed future, as the store's methods return (the contract is object-safe, so a server can
 /// hold `Arc<dyn SessionStore>`).
@@ -107,107 +109,6 @@ impl MessageSpan {
     }
 }
 
-/// What a session is, without its messages: rewritten by every commit.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionHead {
-    /// Its id.
-    pub id: String,
-    /// Who owns it (an API key's owner), if anyone. Fixed at creation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<String>,
-    /// Where it stands.
-    pub status: SessionStatus,
-    /// The provider of the last (or next) model call.
-    pub provider: String,
-    /// The model of the last (or next) model call.
-    pub model: String,
-    /// The system prompt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system_prompt: Option<Arc<str>>,
-    /// The session's own tools (remote tools: specs given by the client).
-    #[serde(default)]
-    pub tools: Vec<ToolSpec>,
-    /// Other options the session was created with (mode, limits …), kept as given.
-    #[serde(default, skip_serializing_if = "Value::is_null")]
-    pub options: Value,
-    /// Tokens used over the session's life.
-    #[serde(default)]
-    pub usage: Usage,
-    /// Cost over the session's life.
-    #[serde(default)]
-    pub cost: Cost,
-    /// How many messages the log holds.
-    #[serde(default)]
-    pub message_count: u64,
-    /// How many steps (model calls) the session has made.
-    #[serde(default)]
-    pub step_count: u32,
-    /// The earliest deadline of a remote call its suspended run waits for (what the deadline
-    /// sweeper looks for).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_deadline: Option<TimestampMs>,
-    /// Bumped by every commit (optimistic concurrency).
-    #[serde(default)]
-    pub version: u64,
-    /// When it was created.
-    pub created_at: TimestampMs,
-    /// When it last changed.
-    pub updated_at: TimestampMs,
-}
-
-/// The state of a session's current or suspended run: everything needed to go on with it in
-/// another process. Its size does not grow with the run: finished steps are in the event log
-/// (`step_end`), not here, so a boundary's commit costs the same at turn 1,000 as at turn 1.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunState {
-    /// The id of the run's current execution: a resume is an execution of its own with a new
-    /// id, as the wire formats expect (`run_start`, `RUN_STARTED`), while the turn count and
-    /// steps accumulate over all of them.
-    pub run_id: String,
-    /// The agent mode (`react`, `tot`, `got`).
-    pub mode: String,
-    /// How many model calls the run has made, over all its resumes (`max_turns` counts these).
-    #[serde(default)]
-    pub turns: u32,
-    /// The turn whose tool calls are not all answered, with each call's state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub open_turn: Option<OpenTurn>,
-    /// The mode's own state, for modes that keep one.
-    #[serde(default, skip_serializing_if = "Value::is_null")]
-    pub mode_state: Value,
-    /// How many executions of the run came before the current one (resumes after a
-    /// suspension, recoveries after a crash): node ids of later executions carry it, so they
-    /// never repeat an earlier execution's.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub executions: u32,
-    /// When the run started.
-    pub started_at: TimestampMs,
-    /// The id of the run's first execution (the one its input started), kept through resumes
-    /// and recoveries: the id clients know the run's answer by. `None` in runs stored before
-    /// it was kept.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_run_id: Option<String>,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-/// What a commit does to the run state.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(tag = "op", content = "run", rename_all = "snake_case")]
-pub enum RunChange {
-    /// Leaves it as it is.
-    #[default]
-    Keep,
-    /// Replaces it.
-    Set(Box<RunState>),
-    /// Removes it (the run is over).
-    Clear,
-}
-
 /// A set of changes to one session, applied in one transaction, only if the stored head's
 /// `version` is `expected_version`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -229,23 +130,6 @@ pub struct Commit {
     /// not copied: the same records are what live watchers hold.
     #[serde(default)]
     pub events: Vec<Arc<EventRecord>>,
-}
-
-/// A session as loaded from a store.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StoredSession {
-    /// Its head.
-    pub head: SessionHead,
-    /// The whole message log, in order.
-    pub messages: History,
-    /// The current or suspended run, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run: Option<RunState>,
-    /// The seq of its last stored event (0: none).
-    pub last_seq: u64,
-    /// The highest seq reserved so far (numbering goes on above it).
-    pub reserved_seq: u64,
 }
 
 /// A saved state of a run, by (session, namespace, id).
@@ -286,8 +170,16 @@ impl OwnerScope<'_> {
     }
 }
 
+/// The error underneath a [`StoreError::Backend`]: what the database driver, the file system …
+/// answered. Shared, so that a [`StoreError`] stays cheap to clone (one failed write answers every
+/// caller it was batched with).
+pub type BackendSource = Arc<dyn std::error::Error + Send + Sync + 'static>;
+
 /// Why a store refused or failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Two errors are equal when their variant and fields are, except that a
+/// [`Backend`](Self::Backend) error's `source` is not compared (only its `message`).
+#[derive(Debug, Clone)]
 pub enum StoreError {
     /// No session with this id.
     NotFound(String),
@@ -305,14 +197,43 @@ pub enum StoreError {
     /// The commit or record is not consistent with what is stored (a message index or seq out
     /// of order): a bug in the caller, nothing was written.
     Invalid(String),
-    /// The backend failed (connection, disk, corrupt data). The text says what, never a secret.
-    Backend(String),
+    /// The backend failed (connection, disk, corrupt data). [Transient](Self::is_transient):
+    /// the same call may succeed later.
+    Backend {
+        /// What failed, with the underlying error's own text when there is one. Never a secret
+        /// (a connection string with its password, say).
+        message: String,
+        /// The underlying error, when there is one ([`std::error::Error::source`] returns it):
+        /// for a caller that needs to know more than the text says (an `io::ErrorKind`, a
+        /// database's error code).
+        source: Option<BackendSource>,
+    },
     /// The store can no longer be used by this process: its writer has stopped (the task that
     /// owns the only writing connection ended with the runtime it ran on, or panicked) or it
     /// was shut down. Unlike [`Backend`](Self::Backend) it is not transient: asking again gets
     /// the same answer, so nothing retries it.
     Closed(String),
 }
+
+impl PartialEq for StoreError {
+    fn eq(&self, other: &Self) -> bool {
+        use StoreError::*;
+        match (self, other) {
+            (NotFound(a), NotFound(b)) => a == b,
+            (AlreadyExists(a), AlreadyExists(b)) => a == b,
+            (
+                Conflict { session_id: a, expected: ea, found: fa },
+                Conflict { session_id: b, expected: eb, found: fb },
+            ) => a == b && ea == eb && fa == fb,
+            (Invalid(a), Invalid(b)) => a == b,
+            (Backend { message: a, .. }, Backend { message: b, .. }) => a == b,
+            (Closed(a), Closed(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for StoreError {}
 
 impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -324,21 +245,52 @@ impl std::fmt::Display for StoreError {
                 "session {session_id} changed concurrently (expected version {expected}, found {found})"
             ),
             StoreError::Invalid(why) => write!(f, "invalid store operation: {why}"),
-            StoreError::Backend(why) => write!(f, "session store failed: {why}"),
+            StoreError::Backend { message, .. } => write!(f, "session store failed: {message}"),
             StoreError::Closed(why) => write!(f, "session store closed: {why}"),
         }
     }
 }
 
-impl std::error::Error for StoreError {}
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Backend { source: Some(source), .. } => Some(&**source),
+            _ => None,
+        }
+    }
+}
 
 impl StoreError {
+    /// A [`Backend`](Self::Backend) failure with no underlying error (a check of the backend's
+    /// own, such as a schema newer than the build). `message` must not hold a secret.
+    pub fn backend(message: impl Into<String>) -> Self {
+        StoreError::Backend { message: message.into(), source: None }
+    }
+
+    /// A [`Backend`](Self::Backend) failure caused by `source`, kept as the error's
+    /// [`source`](std::error::Error::source). `message` says what failed and is shown as it
+    /// is (it does not add `source`'s text: include it when it is safe to show); it must not
+    /// hold a secret.
+    pub fn backend_caused_by(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        StoreError::Backend { message: message.into(), source: Some(Arc::new(source)) }
+    }
+
     /// Whether the same call may succeed later: the backend failed (a connection dropped, a
     /// disk was full) rather than refusing what was asked. A refusal (an unknown session, a
     /// conflict, an inconsistent record) gives the same answer however often it is retried, and
-    /// so does a store that is [closed](Self::Closed).
+    /// so does a store that is [closed](Self::Closed). Retry loops ask this, not the variant.
     pub fn is_transient(&self) -> bool {
-        matches!(self, StoreError::Backend(_))
+        match self {
+            StoreError::Backend { .. } => true,
+            StoreError::NotFound(_)
+            | StoreError::AlreadyExists(_)
+            | StoreError::Conflict { .. }
+            | StoreError::Invalid(_)
+            | StoreError::Closed(_) => false,
+        }
     }
 }
 
@@ -503,5 +455,380 @@ pub trait SessionStore: Send + Sync + 'static {
             self.create(head, History::new()).await?;
             self.delete_session(&id, OwnerScope::Any).await.map(|_| ())
         })
+    }
+}
+
+/// A [`SessionStore`] that wraps another one and passes on every call it does not override:
+/// every type that implements `ForwardingStore` is a `SessionStore`. A wrapper (one that counts
+/// calls, injects failures, times operations) says where its inner store is and overrides only
+/// the methods it changes.
+///
+/// The methods are [`SessionStore`]'s, with the same meaning; each one's default calls the same
+/// method of [`inner`](Self::inner) (the defaulted ones too: a wrapper of a store that answers
+/// [`find_checkpoints`](SessionStore::find_checkpoints) in one query keeps that query).
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+///
+/// use weft_core::{Commit, ForwardingStore, SessionStore, StoreFuture};
+///
+/// /// Counts commits; everything else goes straight to the wrapped store.
+/// struct Counting {
+///     inner: Arc<dyn SessionStore>,
+///     commits: AtomicUsize,
+/// }
+///
+/// impl ForwardingStore for Counting {
+///     fn inner(&self) -> &dyn SessionStore {
+///         &*self.inner
+///     }
+///
+///     fn commit<'a>(&'a self, commit: Commit) -> StoreFuture<'a, ()> {
+///         self.commits.fetch_add(1, Ordering::Relaxed);
+///         self.inner.commit(commit)
+///     }
+/// }
+///
+/// fn counting(inner: Arc<dyn SessionStore>) -> Arc<dyn SessionStore> {
+///     Arc::new(Counting { inner, commits: AtomicUsize::new(0) })
+/// }
+/// ```
+///
+/// A wrapper should not import both this trait and [`SessionStore`] where it calls the store's
+/// methods on itself: both name the same methods, so such a call is ambiguous (call it on the
+/// wrapper as a `dyn SessionStore`, or name the trait).
+pub trait ForwardingStore: Send + Sync + 'static {
+    /// The store calls are passed on to.
+    fn inner(&self) -> &dyn SessionStore;
+
+    /// See [`SessionStore::kind`].
+    fn kind(&self) -> &'static str {
+        self.inner().kind()
+    }
+
+    /// See [`SessionStore::create`].
+    fn create<'a>(&'a self, head: SessionHead, messages: History) -> StoreFuture<'a, ()> {
+        self.inner().create(head, messages)
+    }
+
+    /// See [`SessionStore::load`].
+    fn load<'a>(&'a self, session_id: &'a str) -> StoreFuture<'a, Option<StoredSession>> {
+        self.inner().load(session_id)
+    }
+
+    /// See [`SessionStore::head`].
+    fn head<'a>(&'a self, session_id: &'a str) -> StoreFuture<'a, Option<SessionHead>> {
+        self.inner().head(session_id)
+    }
+
+    /// See [`SessionStore::commit`].
+    fn commit<'a>(&'a self, commit: Commit) -> StoreFuture<'a, ()> {
+        self.inner().commit(commit)
+    }
+
+    /// See [`SessionStore::reserve_seqs`].
+    fn reserve_seqs<'a>(&'a self, session_id: &'a str, count: u64) -> StoreFuture<'a, u64> {
+        self.inner().reserve_seqs(session_id, count)
+    }
+
+    /// See [`SessionStore::append_events`].
+    fn append_events<'a>(
+        &'a self,
+        session_id: &'a str,
+        events: Vec<Arc<EventRecord>>,
+    ) -> StoreFuture<'a, ()> {
+        self.inner().append_events(session_id, events)
+    }
+
+    /// See [`SessionStore::read_events`].
+    fn read_events<'a>(
+        &'a self,
+        session_id: &'a str,
+        after_seq: u64,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<Arc<EventRecord>>> {
+        self.inner().read_events(session_id, after_seq, limit)
+    }
+
+    /// See [`SessionStore::wait_events`].
+    fn wait_events<'a>(
+        &'a self,
+        session_id: &'a str,
+        after_seq: u64,
+        timeout: Duration,
+    ) -> StoreFuture<'a, bool> {
+        self.inner().wait_events(session_id, after_seq, timeout)
+    }
+
+    /// See [`SessionStore::put_checkpoint`].
+    fn put_checkpoint<'a>(&'a self, checkpoint: Checkpoint) -> StoreFuture<'a, ()> {
+        self.inner().put_checkpoint(checkpoint)
+    }
+
+    /// See [`SessionStore::get_checkpoint`].
+    fn get_checkpoint<'a>(
+        &'a self,
+        session_id: &'a str,
+        namespace: &'a str,
+        id: Option<&'a str>,
+    ) -> StoreFuture<'a, Option<Checkpoint>> {
+        self.inner().get_checkpoint(session_id, namespace, id)
+    }
+
+    /// See [`SessionStore::find_checkpoints`].
+    fn find_checkpoints<'a>(
+        &'a self,
+        namespace: &'a str,
+        keys: &'a [(String, String)],
+    ) -> StoreFuture<'a, Vec<(String, String)>> {
+        self.inner().find_checkpoints(namespace, keys)
+    }
+
+    /// See [`SessionStore::list_checkpoints`].
+    fn list_checkpoints<'a>(
+        &'a self,
+        session_id: &'a str,
+        namespace: &'a str,
+    ) -> StoreFuture<'a, Vec<Checkpoint>> {
+        self.inner().list_checkpoints(session_id, namespace)
+    }
+
+    /// See [`SessionStore::list_sessions`].
+    fn list_sessions<'a>(
+        &'a self,
+        scope: OwnerScope<'a>,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<SessionHead>> {
+        self.inner().list_sessions(scope, limit)
+    }
+
+    /// See [`SessionStore::delete_session`].
+    fn delete_session<'a>(
+        &'a self,
+        session_id: &'a str,
+        scope: OwnerScope<'a>,
+    ) -> StoreFuture<'a, bool> {
+        self.inner().delete_session(session_id, scope)
+    }
+
+    /// See [`SessionStore::acquire_lease`].
+    fn acquire_lease<'a>(
+        &'a self,
+        session_id: &'a str,
+        holder: &'a str,
+        ttl: Duration,
+    ) -> StoreFuture<'a, bool> {
+        self.inner().acquire_lease(session_id, holder, ttl)
+    }
+
+    /// See [`SessionStore::renew_lease`].
+    fn renew_lease<'a>(
+        &'a self,
+        session_id: &'a str,
+        holder: &'a str,
+        ttl: Duration,
+    ) -> StoreFuture<'a, bool> {
+        self.inner().renew_lease(session_id, holder, ttl)
+    }
+
+    /// See [`SessionStore::release_lease`].
+    fn release_lease<'a>(&'a self, session_id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
+        self.inner().release_lease(session_id, holder)
+    }
+
+    /// See [`SessionStore::take_over_process_leases`].
+    fn take_over_process_leases<'a>(
+        &'a self,
+        process: &'a str,
+        heir: &'a str,
+        ttl: Duration,
+    ) -> StoreFuture<'a, Vec<String>> {
+        self.inner().take_over_process_leases(process, heir, ttl)
+    }
+
+    /// See [`SessionStore::due_sessions`].
+    fn due_sessions<'a>(&'a self, now: TimestampMs, limit: usize) -> StoreFuture<'a, Vec<String>> {
+        self.inner().due_sessions(now, limit)
+    }
+
+    /// See [`SessionStore::probe_write`].
+    fn probe_write(&self) -> StoreFuture<'_, ()> {
+        self.inner().probe_write()
+    }
+}
+
+impl<T: ForwardingStore> SessionStore for T {
+    fn kind(&self) -> &'static str {
+        ForwardingStore::kind(self)
+    }
+
+    fn create<'a>(&'a self, head: SessionHead, messages: History) -> StoreFuture<'a, ()> {
+        ForwardingStore::create(self, head, messages)
+    }
+
+    fn load<'a>(&'a self, session_id: &'a str) -> StoreFuture<'a, Option<StoredSession>> {
+        ForwardingStore::load(self, session_id)
+    }
+
+    fn head<'a>(&'a self, session_id: &'a str) -> StoreFuture<'a, Option<SessionHead>> {
+        ForwardingStore::head(self, session_id)
+    }
+
+    fn commit<'a>(&'a self, commit: Commit) -> StoreFuture<'a, ()> {
+        ForwardingStore::commit(self, commit)
+    }
+
+    fn reserve_seqs<'a>(&'a self, session_id: &'a str, count: u64) -> StoreFuture<'a, u64> {
+        ForwardingStore::reserve_seqs(self, session_id, count)
+    }
+
+    fn append_events<'a>(
+        &'a self,
+        session_id: &'a str,
+        events: Vec<Arc<EventRecord>>,
+    ) -> StoreFuture<'a, ()> {
+        ForwardingStore::append_events(self, session_id, events)
+    }
+
+    fn read_events<'a>(
+        &'a self,
+        session_id: &'a str,
+        after_seq: u64,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<Arc<EventRecord>>> {
+        ForwardingStore::read_events(self, session_id, after_seq, limit)
+    }
+
+    fn wait_events<'a>(
+        &'a self,
+        session_id: &'a str,
+        after_seq: u64,
+        timeout: Duration,
+    ) -> StoreFuture<'a, bool> {
+        ForwardingStore::wait_events(self, session_id, after_seq, timeout)
+    }
+
+    fn put_checkpoint<'a>(&'a self, checkpoint: Checkpoint) -> StoreFuture<'a, ()> {
+        ForwardingStore::put_checkpoint(self, checkpoint)
+    }
+
+    fn get_checkpoint<'a>(
+        &'a self,
+        session_id: &'a str,
+        namespace: &'a str,
+        id: Option<&'a str>,
+    ) -> StoreFuture<'a, Option<Checkpoint>> {
+        ForwardingStore::get_checkpoint(self, session_id, namespace, id)
+    }
+
+    fn find_checkpoints<'a>(
+        &'a self,
+        namespace: &'a str,
+        keys: &'a [(String, String)],
+    ) -> StoreFuture<'a, Vec<(String, String)>> {
+        ForwardingStore::find_checkpoints(self, namespace, keys)
+    }
+
+    fn list_checkpoints<'a>(
+        &'a self,
+        session_id: &'a str,
+        namespace: &'a str,
+    ) -> StoreFuture<'a, Vec<Checkpoint>> {
+        ForwardingStore::list_checkpoints(self, session_id, namespace)
+    }
+
+    fn list_sessions<'a>(
+        &'a self,
+        scope: OwnerScope<'a>,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<SessionHead>> {
+        ForwardingStore::list_sessions(self, scope, limit)
+    }
+
+    fn delete_session<'a>(
+        &'a self,
+        session_id: &'a str,
+        scope: OwnerScope<'a>,
+    ) -> StoreFuture<'a, bool> {
+        ForwardingStore::delete_session(self, session_id, scope)
+    }
+
+    fn acquire_lease<'a>(
+        &'a self,
+        session_id: &'a str,
+        holder: &'a str,
+        ttl: Duration,
+    ) -> StoreFuture<'a, bool> {
+        ForwardingStore::acquire_lease(self, session_id, holder, ttl)
+    }
+
+    fn renew_lease<'a>(
+        &'a self,
+        session_id: &'a str,
+        holder: &'a str,
+        ttl: Duration,
+    ) -> StoreFuture<'a, bool> {
+        ForwardingStore::renew_lease(self, session_id, holder, ttl)
+    }
+
+    fn release_lease<'a>(&'a self, session_id: &'a str, holder: &'a str) -> StoreFuture<'a, ()> {
+        ForwardingStore::release_lease(self, session_id, holder)
+    }
+
+    fn take_over_process_leases<'a>(
+        &'a self,
+        process: &'a str,
+        heir: &'a str,
+        ttl: Duration,
+    ) -> StoreFuture<'a, Vec<String>> {
+        ForwardingStore::take_over_process_leases(self, process, heir, ttl)
+    }
+
+    fn due_sessions<'a>(&'a self, now: TimestampMs, limit: usize) -> StoreFuture<'a, Vec<String>> {
+        ForwardingStore::due_sessions(self, now, limit)
+    }
+
+    fn probe_write(&self) -> StoreFuture<'_, ()> {
+        ForwardingStore::probe_write(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn backend_errors_keep_their_source_and_are_transient() {
+        let io = std::io::Error::new(std::io::ErrorKind::StorageFull, "disk full");
+        let error = StoreError::backend_caused_by("SQLite write: disk full", io);
+        assert_eq!(error.to_string(), "session store failed: SQLite write: disk full");
+        let source = error.source().map(|s| s.to_string());
+        assert_eq!(source.as_deref(), Some("disk full"));
+        let kind =
+            error.source().and_then(|s| s.downcast_ref::<std::io::Error>()).map(|e| e.kind());
+        assert_eq!(kind, Some(std::io::ErrorKind::StorageFull));
+        assert!(error.is_transient());
+        // A clone shares the source; equality looks at the message only.
+        assert!(error.clone().source().is_some());
+        assert_eq!(error, StoreError::backend("SQLite write: disk full"));
+        assert!(StoreError::backend("no source").source().is_none());
+    }
+
+    #[test]
+    fn refusals_and_a_closed_store_are_not_transient() {
+        let refusals = [
+            StoreError::NotFound("s".into()),
+            StoreError::AlreadyExists("s".into()),
+            StoreError::Conflict { session_id: "s".into(), expected: 1, found: 2 },
+            StoreError::Invalid("seq out of order".into()),
+            StoreError::Closed("the writer has stopped".into()),
+        ];
+        for error in refusals {
+            assert!(!error.is_transient(), "{error}");
+            assert!(error.source().is_none(), "{error}");
+        }
     }
 }

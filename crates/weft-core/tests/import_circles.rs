@@ -21,7 +21,6 @@ use syn::visit::Visit;
 const KNOWN: &[(&str, &[&str])] = &[
     // The sweeper calls the agent's facade; it is to call the driver through a weak context.
     ("weft-agent", &["agent.rs", "deadline.rs"]),
-    ("weft-core", &["event.rs", "session.rs", "store.rs"]),
     ("weft-server", &["auth.rs", "ids.rs"]),
     ("weft-server", &["openapi.rs", "routes.rs", "ws.rs"]),
 ];

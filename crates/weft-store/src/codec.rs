@@ -15,9 +15,13 @@ use weft_core::store::{
     Checkpoint, Commit, EventRecord, MessageSpan, RunChange, SessionHead, StoreError,
 };
 
-/// A failure of the backend itself.
-pub(crate) fn backend(what: impl Display, error: impl Display) -> StoreError {
-    StoreError::Backend(format!("{what}: {error}"))
+/// A failure of the backend itself: `what` failed with `error`, kept as the
+/// [`StoreError::Backend`]'s source (its text is in the message too, as before).
+pub(crate) fn backend(
+    what: impl Display,
+    error: impl std::error::Error + Send + Sync + 'static,
+) -> StoreError {
+    StoreError::backend_caused_by(format!("{what}: {error}"), error)
 }
 
 /// A failure of a database call: [`StoreError::Closed`] when the pool was closed or SQLite's
@@ -40,7 +44,20 @@ pub(crate) fn held_for(holder: &str, process: &str) -> bool {
 
 /// A row that cannot be read back: names the table and the session.
 pub(crate) fn corrupt(table: &str, session_id: &str, detail: impl Display) -> StoreError {
-    StoreError::Backend(format!("corrupt row in table {table} for session {session_id}: {detail}"))
+    StoreError::backend(corrupt_text(table, session_id, detail))
+}
+
+/// A row that cannot be read back because decoding it failed with `error` (kept as the source).
+pub(crate) fn corrupt_by(
+    table: &str,
+    session_id: &str,
+    error: impl std::error::Error + Send + Sync + 'static,
+) -> StoreError {
+    StoreError::backend_caused_by(corrupt_text(table, session_id, &error), error)
+}
+
+fn corrupt_text(table: &str, session_id: &str, detail: impl Display) -> String {
+    format!("corrupt row in table {table} for session {session_id}: {detail}")
 }
 
 /// A `u64` as the databases store it; above `i64::MAX` is refused.
@@ -77,7 +94,7 @@ pub(crate) fn decode<T: DeserializeOwned>(
     table: &str,
     session_id: &str,
 ) -> Result<T, StoreError> {
-    serde_json::from_str(text).map_err(|e| corrupt(table, session_id, e))
+    serde_json::from_str(text).map_err(|e| corrupt_by(table, session_id, e))
 }
 
 /// Checks a new session before anything is written.
@@ -436,7 +453,7 @@ pub(crate) fn with_messages(
             ));
         }
     }
-    serde_json::from_value(value).map_err(|e| corrupt("events", session_id, e))
+    serde_json::from_value(value).map_err(|e| corrupt_by("events", session_id, e))
 }
 
 /// The stored JSON of consecutive messages of one session's log, read for the events that
@@ -542,7 +559,7 @@ pub(crate) fn encode_commit(commit: &Commit) -> Result<EncodedCommit, StoreError
     })
 }
 
-/// A column of a row, or a [`StoreError::Backend`] naming the table and the session.
+/// A column of a row, or a [`StoreError::Backend`] (with the driver's error as its source) naming the table and the session.
 pub(crate) fn column<'r, R, T>(
     row: &'r R,
     name: &str,
@@ -554,7 +571,12 @@ where
     T: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     for<'n> &'n str: sqlx::ColumnIndex<R>,
 {
-    row.try_get(name).map_err(|e| corrupt(table, session_id, format_args!("column {name}: {e}")))
+    row.try_get(name).map_err(|e| {
+        StoreError::backend_caused_by(
+            corrupt_text(table, session_id, format_args!("column {name}: {e}")),
+            e,
+        )
+    })
 }
 
 /// An integer column holding a `u64`.

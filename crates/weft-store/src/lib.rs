@@ -35,10 +35,31 @@
 //! JSON is stored as text, exactly as `serde_json` wrote it, so what is loaded is what was
 //! stored (key order and numbers included).
 //!
+//! ## Testing a backend of your own
+//!
+//! With the `testing` feature, `weft_store::testing` is the conformance suite this crate runs
+//! against its own backends: a backend outside the repository implements
+//! `testing::Subject` (its store, and another instance on the same data) and runs
+//! `testing::run_all`, or each check as a test of its own:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! weft-store = { version = "…", features = ["testing"] }
+//! ```
+//!
+//! ```ignore
+//! #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//! async fn conformance() {
+//!     weft_store::testing::run_all(|| async { MySubject::fresh().await }).await;
+//! }
+//! ```
+//!
+//! The module's documentation has a complete example.
+//!
 //! ## Semantics every backend shares
 //!
-//! The conformance suite (`tests/conformance.rs`) runs the same checks against all three. Beyond
-//! what [`SessionStore`] says:
+//! The conformance suite (`weft_store::testing`, run by `tests/conformance.rs`) runs the same
+//! checks against all three. Beyond what [`SessionStore`] says:
 //!
 //! - A commit is checked in this order, and nothing is written when a check fails: what needs
 //!   nothing stored ([`StoreError::Invalid`]: a head `version` other than
@@ -68,6 +89,8 @@ mod memory;
 mod postgres;
 mod rows;
 mod sqlite;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use std::sync::Arc;
 

@@ -131,7 +131,7 @@ impl PostgresStore {
             .try_get("schema")
             .map_err(pg)?;
         let schema = schema.ok_or_else(|| {
-            StoreError::Backend("Postgres: no current schema (check search_path)".into())
+            StoreError::backend("Postgres: no current schema (check search_path)")
         })?;
         let channel = channel_name(&schema);
         let mut listener = PgListener::connect_with(&pool).await.map_err(pg)?;
@@ -457,13 +457,13 @@ async fn apply_migrations(conn: &mut PgConnection) -> Result<(), StoreError> {
         match known {
             Some((known, _)) if *known == name => {}
             Some((known, _)) => {
-                return Err(StoreError::Backend(format!(
+                return Err(StoreError::backend(format!(
                     "Postgres migration {version} is {name:?} in the database but {known:?} in \
                      this build"
                 )));
             }
             None => {
-                return Err(StoreError::Backend(format!(
+                return Err(StoreError::backend(format!(
                     "the database has schema version {version} ({name}), newer than this build \
                      knows ({}): use a newer weft",
                     MIGRATIONS.len()

@@ -82,8 +82,8 @@ fn weft_home_from(
     match (weft_home.filter(|h| !h.is_empty()), home.filter(|h| !h.is_empty())) {
         (Some(dir), _) => Ok(PathBuf::from(dir)),
         (None, Some(home)) => Ok(PathBuf::from(home).join(".weft")),
-        (None, None) => Err(StoreError::Backend(
-            "neither WEFT_HOME nor HOME is set: cannot place the default store".into(),
+        (None, None) => Err(StoreError::backend(
+            "neither WEFT_HOME nor HOME is set: cannot place the default store",
         )),
     }
 }
@@ -186,7 +186,9 @@ impl SqliteStore {
         let mut writer = writer_options.connect().await.map_err(|e| backend(&what, e))?;
         enable_wal(&mut writer, options.busy_timeout).await.map_err(|e| backend(&what, e))?;
         migrate(&mut writer).await.map_err(|e| match e {
-            StoreError::Backend(why) => StoreError::Backend(format!("{what}: {why}")),
+            StoreError::Backend { message, source } => {
+                StoreError::Backend { message: format!("{what}: {message}"), source }
+            }
             other => other,
         })?;
 
@@ -252,7 +254,7 @@ impl SqliteStore {
     async fn write_flag(&self, op: Op) -> Result<bool, StoreError> {
         match self.write(op).await? {
             Done::Flag(flag) => Ok(flag),
-            _ => Err(StoreError::Backend("the SQLite writer answered out of kind".into())),
+            _ => Err(StoreError::backend("the SQLite writer answered out of kind")),
         }
     }
 
@@ -374,7 +376,7 @@ async fn migrate(conn: &mut SqliteConnection) -> Result<(), StoreError> {
         let applied: i64 = row.try_get(0).map_err(fail)?;
         let known = MIGRATIONS.len() as i64;
         if applied > known {
-            return Err(StoreError::Backend(format!(
+            return Err(StoreError::backend(format!(
                 "the database is at schema version {applied}, newer than this build knows \
                  ({known}): use a newer weft"
             )));
@@ -985,7 +987,7 @@ impl SessionStore for SqliteStore {
         Box::pin(async move {
             match self.write(Op::Reserve { session_id: session_id.to_owned(), count }).await? {
                 Done::Seq(first) => Ok(first),
-                _ => Err(StoreError::Backend("the SQLite writer answered out of kind".into())),
+                _ => Err(StoreError::backend("the SQLite writer answered out of kind")),
             }
         })
     }
@@ -1221,7 +1223,7 @@ impl SessionStore for SqliteStore {
             };
             match self.write(op).await? {
                 Done::Ids(taken) => Ok(taken),
-                _ => Err(StoreError::Backend("the SQLite writer answered out of kind".into())),
+                _ => Err(StoreError::backend("the SQLite writer answered out of kind")),
             }
         })
     }
@@ -1266,6 +1268,6 @@ mod tests {
         assert_eq!(set, PathBuf::from("/srv/weft"));
         let empty = weft_home_from(Some("".into()), Some("/home/u".into())).expect("empty");
         assert_eq!(empty, PathBuf::from("/home/u/.weft"));
-        assert!(matches!(weft_home_from(None, None), Err(StoreError::Backend(_))));
+        assert!(matches!(weft_home_from(None, None), Err(StoreError::Backend { .. })));
     }
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use weft_agent::{Agent, ExecuteResult, SessionHandle};
 use weft_core::{
-    AgentEvent, Checkpoint, Commit, EventRecord, History, Input, Message, OwnerScope, SessionHead,
-    SessionStore, StoreError, StoreFuture, StoredSession,
+    AgentEvent, Commit, EventRecord, Input, Message, SessionStore, StoreError, StoreFuture,
+    StoredSession,
 };
 use weft_llm::faux::{FauxProvider, FauxScript, FauxTurn};
 use weft_llm::{CancellationToken, ModelRequest, Provider, ProviderStream};
@@ -160,7 +160,7 @@ impl Spy {
 
 /// The answer of a store whose disk is full.
 fn disk_full<'a, T: Send + 'a>() -> StoreFuture<'a, T> {
-    Box::pin(std::future::ready(Err(StoreError::Backend("disk full, by the test".into()))))
+    Box::pin(std::future::ready(Err(StoreError::backend("disk full, by the test"))))
 }
 
 /// `delay` before `call`, if this is the first call counted by `counter`.
@@ -178,17 +178,16 @@ fn first_delayed<'a, T: Send + 'a>(
     })
 }
 
+/// Passes every call on to `inner`, except where a switch above says otherwise.
 #[rustfmt::skip]
-impl SessionStore for Spy {
-    fn kind(&self) -> &'static str { self.inner.kind() }
-    fn create<'a>(&'a self, head: SessionHead, messages: History) -> StoreFuture<'a, ()> { self.inner.create(head, messages) }
+impl weft_core::ForwardingStore for Spy {
+    fn inner(&self) -> &dyn SessionStore { &*self.inner }
     fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<StoredSession>> {
         if self.fail_loads.load(Ordering::SeqCst) {
-            return Box::pin(std::future::ready(Err(StoreError::Backend("unreachable, by the test".into()))));
+            return Box::pin(std::future::ready(Err(StoreError::backend("unreachable, by the test"))));
         }
         self.inner.load(id)
     }
-    fn head<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<SessionHead>> { self.inner.head(id) }
     fn commit<'a>(&'a self, commit: Commit) -> StoreFuture<'a, ()> {
         self.commits.fetch_add(1, Ordering::SeqCst);
         if self.fail_writes.load(Ordering::SeqCst) {
@@ -199,7 +198,7 @@ impl SessionStore for Spy {
             return Box::pin(std::future::ready(Err(StoreError::Closed("the writer has stopped, by the test".into()))));
         }
         if resting && self.fail_ends.load(Ordering::SeqCst) {
-            return Box::pin(std::future::ready(Err(StoreError::Backend("disk full, by the test".into()))));
+            return Box::pin(std::future::ready(Err(StoreError::backend("disk full, by the test"))));
         }
         self.inner.commit(commit)
     }
@@ -220,13 +219,6 @@ impl SessionStore for Spy {
         }
         self.inner.append_events(id, events)
     }
-    fn read_events<'a>(&'a self, id: &'a str, after: u64, limit: usize) -> StoreFuture<'a, Vec<Arc<EventRecord>>> { self.inner.read_events(id, after, limit) }
-    fn wait_events<'a>(&'a self, id: &'a str, after: u64, timeout: Duration) -> StoreFuture<'a, bool> { self.inner.wait_events(id, after, timeout) }
-    fn put_checkpoint<'a>(&'a self, c: Checkpoint) -> StoreFuture<'a, ()> { self.inner.put_checkpoint(c) }
-    fn get_checkpoint<'a>(&'a self, id: &'a str, ns: &'a str, c: Option<&'a str>) -> StoreFuture<'a, Option<Checkpoint>> { self.inner.get_checkpoint(id, ns, c) }
-    fn list_checkpoints<'a>(&'a self, id: &'a str, ns: &'a str) -> StoreFuture<'a, Vec<Checkpoint>> { self.inner.list_checkpoints(id, ns) }
-    fn list_sessions<'a>(&'a self, scope: OwnerScope<'a>, limit: usize) -> StoreFuture<'a, Vec<SessionHead>> { self.inner.list_sessions(scope, limit) }
-    fn delete_session<'a>(&'a self, id: &'a str, scope: OwnerScope<'a>) -> StoreFuture<'a, bool> { self.inner.delete_session(id, scope) }
     fn acquire_lease<'a>(&'a self, id: &'a str, holder: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
         if self.fail_writes.load(Ordering::SeqCst) {
             return disk_full();
@@ -249,7 +241,6 @@ impl SessionStore for Spy {
             release.await
         })
     }
-    fn take_over_process_leases<'a>(&'a self, process: &'a str, heir: &'a str, ttl: Duration) -> StoreFuture<'a, Vec<String>> { self.inner.take_over_process_leases(process, heir, ttl) }
     fn due_sessions<'a>(&'a self, now: u64, limit: usize) -> StoreFuture<'a, Vec<String>> {
         first_delayed(&self.dues, self.first_due_delay, self.inner.due_sessions(now, limit))
     }
