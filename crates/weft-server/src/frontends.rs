@@ -117,7 +117,7 @@ pub(crate) async fn chat(
     let Some((root, _)) = load_owned(state, caller, id).await? else { return Ok(None) };
     let snapshot = root.snapshot();
     if let Some(branch) = weft_agent::latest_branch(&snapshot.options) {
-        let current = caller.client_id(branch).to_string();
+        let current = caller.namespace.client_id(branch).to_string();
         if let Some((handle, _)) = load_owned(state, caller, &current).await? {
             let session = handle.snapshot();
             return Ok(Some(Chat { id: id.to_string(), current, handle, session }));
@@ -153,7 +153,7 @@ pub(crate) async fn fork(
     let Some((root, _)) = load_owned(state, caller, &chat.id).await? else {
         return Err(ApiError::session_not_found(&chat.id));
     };
-    root.set_branch(&caller.store_id(&branch)).await.map_err(ApiError::from)?;
+    root.set_branch(&caller.namespace.store_id(&branch)).await.map_err(ApiError::from)?;
     tracing::info!(chat = %chat.id, branch = %branch, at, "chat forked");
     Ok(branch)
 }
