@@ -32,12 +32,11 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use weft_core::{
-    AgentEvent, ApprovalDecision, AssistantContent, AssistantMessage, Input, Message,
-    SessionStatus, StopReason, TextContent, ThinkingContent, ToolCall, ToolResultMessage, ToolSpec,
-    UserContent, UserMessage, now_ms,
+    ApprovalDecision, AssistantContent, AssistantMessage, Input, Message, SessionStatus,
+    StopReason, TextContent, ThinkingContent, ToolCall, ToolResultMessage, ToolSpec, UserContent,
+    UserMessage, now_ms,
 };
 use weft_protocol::vercel::{HEADER, VercelEncoder};
-use weft_protocol::{Encoder, Frame};
 
 use crate::AppState;
 use crate::api::{AbortResponse, ExecuteContext, ExecuteOptions, JsonBody};
@@ -459,7 +458,8 @@ async fn chat(
         options,
     )
     .await?;
-    let encoder = ChatStream::new(answered, denied, approved);
+    let encoder =
+        encoder().client_answered(answered).client_denied(denied).client_approved(approved);
     Ok(frontends::sse(state, streamed, Box::new(encoder), Some(HEADER)))
 }
 
@@ -644,104 +644,12 @@ pub(crate) async fn resume(
         ExecuteOptions::default(),
     )
     .await?;
-    let encoder = ChatStream::new(HashSet::new(), HashSet::new(), HashSet::new());
-    Ok(frontends::sse(state, streamed, Box::new(encoder), Some(HEADER)))
+    Ok(frontends::sse(state, streamed, Box::new(encoder()), Some(HEADER)))
 }
 
-/// The UI message stream, without the results the client supplied and with denials as
-/// `tool-output-denied`. A client-side call the client has just approved is handed to it again
-/// as `tool-input-available` when the run then waits for its result: its part leaves the
-/// `approval-responded` state, so `useChat` runs the tool (`onToolCall`) instead of posting the
-/// approval again and again (`lastAssistantMessageIsCompleteWithApprovalResponses`).
-///
-/// A call's `tool-input-available` is held back until the run says whether the call needs
-/// approval: `useChat` runs a client-side tool (`onToolCall`) as soon as its input is available,
-/// so a call waiting for approval gets only its input stream and `tool-approval-request`, and is
-/// handed over once approved.
-struct ChatStream {
-    inner: VercelEncoder,
-    answered: HashSet<String>,
-    denied: HashSet<String>,
-    approved: HashSet<String>,
-    /// `tool-input-available` of calls not yet known not to need approval: (call id, frame).
-    held: Vec<(String, Frame)>,
-}
-
-impl ChatStream {
-    fn new(answered: HashSet<String>, denied: HashSet<String>, approved: HashSet<String>) -> Self {
-        Self { inner: VercelEncoder::new(), answered, denied, approved, held: Vec::new() }
-    }
-}
-
-impl Encoder for ChatStream {
-    fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
-        match event {
-            AgentEvent::ToolcallEnd { tool_call, .. } => {
-                let start = out.len();
-                self.inner.encode(event, out);
-                if let Some(at) =
-                    out[start..].iter().position(|f| f.data.contains("\"tool-input-available\""))
-                {
-                    let frame = out.remove(start + at);
-                    self.held.push((tool_call.id.clone(), frame));
-                }
-                return;
-            }
-            AgentEvent::ApprovalRequired { tool_calls, .. } => {
-                self.held.retain(|(id, _)| !tool_calls.iter().any(|c| c.id == *id));
-                out.extend(self.held.drain(..).map(|(_, frame)| frame));
-            }
-            AgentEvent::ToolExecutionStart { .. }
-            | AgentEvent::AwaitingToolExecution { .. }
-            | AgentEvent::StepStart { .. }
-            | AgentEvent::StepEnd { .. }
-            | AgentEvent::SessionEnd { .. }
-            | AgentEvent::Error { .. } => out.extend(self.held.drain(..).map(|(_, frame)| frame)),
-            AgentEvent::MessageEnd { message } if matches!(**message, Message::ToolResult(_)) => {
-                out.extend(self.held.drain(..).map(|(_, frame)| frame));
-            }
-            _ => {}
-        }
-        let start = out.len();
-        self.inner.encode(event, out);
-        if let AgentEvent::AwaitingToolExecution { tool_calls, .. } = event {
-            for call in tool_calls.iter().filter(|c| self.approved.contains(&c.id)) {
-                out.push(Frame::json(&json!({
-                    "type": "tool-input-available",
-                    "toolCallId": call.id,
-                    "toolName": call.name,
-                    "input": call.arguments,
-                })));
-            }
-            return;
-        }
-        let AgentEvent::MessageEnd { message } = event else { return };
-        let Message::ToolResult(result) = message.as_ref() else { return };
-        let id = result.tool_call_id.as_str();
-        if !self.answered.contains(id) && !self.denied.contains(id) {
-            return;
-        }
-        let mut kept = Vec::with_capacity(out.len() - start);
-        for frame in out.drain(start..) {
-            let part: Option<Value> = serde_json::from_str(&frame.data).ok();
-            let kind = part.as_ref().and_then(|p| p.get("type")).and_then(Value::as_str);
-            let call = part.as_ref().and_then(|p| p.get("toolCallId")).and_then(Value::as_str);
-            match (kind, call) {
-                (Some("tool-output-available" | "tool-output-error"), Some(call))
-                    if call == id && self.answered.contains(id) => {}
-                (Some("tool-output-error"), Some(call)) if call == id => {
-                    kept.push(Frame::json(
-                        &json!({ "type": "tool-output-denied", "toolCallId": id }),
-                    ));
-                }
-                _ => kept.push(frame),
-            }
-        }
-        out.extend(kept);
-    }
-
-    fn finish(&mut self, out: &mut Vec<Frame>) {
-        out.extend(self.held.drain(..).map(|(_, frame)| frame));
-        self.inner.finish(out);
-    }
+/// The UI message stream as `useChat` needs it: a call's `tool-input-available` waits until the
+/// run says whether the call needs approval (`useChat` runs a client-side tool as soon as its
+/// input is available). What the request answered, denied and approved is added by `chat`.
+fn encoder() -> VercelEncoder {
+    VercelEncoder::new().hold_inputs_until_approval_known(true)
 }
