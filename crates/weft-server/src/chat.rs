@@ -36,7 +36,7 @@ use weft_core::{
     StopReason, TextContent, ThinkingContent, ToolCall, ToolResultMessage, ToolSpec, UserContent,
     UserMessage, now_ms,
 };
-use weft_protocol::vercel::{HEADER, VercelEncoder};
+use weft_protocol::vercel::{self, HEADER, VercelEncoder};
 
 use crate::AppState;
 use crate::api::{AbortResponse, ExecuteContext, ExecuteOptions, JsonBody};
@@ -349,13 +349,12 @@ pub(crate) async fn post(
 
 /// An error as the UI message stream says it: one `error` part, then the end.
 fn error_stream(error: &ApiError) -> Response {
-    let part = json!({ "type": "error", "errorText": error.detail.message });
-    frontends::refusal(error, format!("data: {part}\n\ndata: [DONE]\n\n"), Some(HEADER))
+    frontends::refusal(error, &vercel::refusal(&error.detail.message), Some(HEADER))
 }
 
 /// A finished stream with nothing in it: the request brought nothing new.
 fn nothing_new() -> Response {
-    frontends::sse_frames("data: [DONE]\n\n".to_string(), Some(HEADER))
+    frontends::sse_frames(&vercel::empty_stream(), Some(HEADER))
 }
 
 async fn chat(

@@ -123,6 +123,17 @@ pub const HEADER: (&str, &str) = ("x-vercel-ai-ui-message-stream", "v1");
 /// The stream's terminator, sent by [`Encoder::finish`].
 pub const DONE: &str = "[DONE]";
 
+/// The answer to a request the server refuses: one `error {errorText}` part (`useChat` shows it
+/// as its error), then `[DONE]`.
+pub fn refusal(error_text: &str) -> Vec<Frame> {
+    vec![Frame::json(&Part::Error { error_text }), Frame::raw(DONE)]
+}
+
+/// The answer to a request that brings nothing to run: an empty stream, `[DONE]` alone.
+pub fn empty_stream() -> Vec<Frame> {
+    vec![Frame::raw(DONE)]
+}
+
 /// Renders canonical events as a UI message stream. One encoder serves one HTTP response: one
 /// run, or several runs of a session in order (each its own `start` … `finish`).
 #[derive(Debug, Default)]

@@ -768,3 +768,12 @@ fn held_inputs_go_out_once_the_run_shows_no_approval_is_needed() {
         ]
     );
 }
+
+#[test]
+fn a_refusal_is_one_error_part_and_an_empty_stream_is_done_alone() {
+    assert_eq!(
+        lines(&super::refusal("chat \"c\" is new")),
+        [r#"{"type":"error","errorText":"chat \"c\" is new"}"#, "[DONE]"]
+    );
+    assert_eq!(lines(&super::empty_stream()), ["[DONE]"]);
+}
