@@ -491,94 +491,13 @@ pub(crate) async fn get(
         return Err(ApiError::session_not_found(&id));
     };
     let session = chat.handle.snapshot();
-    let messages = ui_messages(&session, &chat.current);
+    let messages = vercel::ui_messages(&session, &chat.current);
     Ok(axum::Json(json!({
         "id": id,
         "branchId": chat.current,
         "status": session.status,
         "messages": messages,
     })))
-}
-
-/// `session`'s messages as UI messages (`chat`: the id its generated message ids start with).
-fn ui_messages(session: &weft_core::Session, chat: &str) -> Vec<Value> {
-    let approvals: HashSet<String> =
-        session.pending_approvals().into_iter().map(|c| c.id).collect();
-    let pending: HashSet<String> = session.pending_tool_calls().into_iter().map(|c| c.id).collect();
-    let results: std::collections::HashMap<&str, &ToolResultMessage> = session
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::ToolResult(r) => Some((r.tool_call_id.as_str(), r)),
-            _ => None,
-        })
-        .collect();
-    let mut out: Vec<Value> = Vec::new();
-    let mut parts: Vec<Value> = Vec::new();
-    let mut first = 0;
-    let flush = |out: &mut Vec<Value>, parts: &mut Vec<Value>, first: usize, last: bool| {
-        if parts.is_empty() {
-            return;
-        }
-        let id = match (&session.run, last) {
-            (Some(run), true) => run.run_id.clone(),
-            _ => format!("{chat}-m{first}"),
-        };
-        out.push(json!({"id": id, "role": "assistant", "parts": std::mem::take(parts)}));
-    };
-    for (i, message) in session.messages.iter().enumerate() {
-        match message {
-            Message::User(user) => {
-                flush(&mut out, &mut parts, first, false);
-                let id = user.id.as_deref().map_or_else(|| format!("{chat}-m{i}"), str::to_string);
-                out.push(json!({"id": id, "role": "user",
-                    "parts": [{"type": "text", "text": user.text_content()}]}));
-            }
-            Message::Assistant(assistant) => {
-                if parts.is_empty() {
-                    first = i;
-                }
-                parts.push(json!({"type": "step-start"}));
-                for block in &assistant.content {
-                    match block {
-                        AssistantContent::Text(t) if !t.text.is_empty() => {
-                            parts.push(json!({"type": "text", "text": t.text, "state": "done"}));
-                        }
-                        AssistantContent::Thinking(t) if !t.thinking.is_empty() => parts.push(
-                            json!({"type": "reasoning", "text": t.thinking, "state": "done"}),
-                        ),
-                        AssistantContent::ToolCall(call) => {
-                            let mut part = json!({"type": format!("tool-{}", call.name),
-                                "toolCallId": call.id, "input": call.arguments});
-                            if let Some(result) = results.get(call.id.as_str()) {
-                                let text = result.text_content();
-                                if result.is_error {
-                                    part["state"] = "output-error".into();
-                                    part["errorText"] = text.into();
-                                } else {
-                                    part["state"] = "output-available".into();
-                                    part["output"] = text.into();
-                                }
-                            } else if approvals.contains(&call.id) {
-                                part["state"] = "approval-requested".into();
-                                part["approval"] = json!({"id": call.id});
-                            } else if pending.contains(&call.id) {
-                                part["state"] = "input-available".into();
-                            } else {
-                                part["state"] = "output-error".into();
-                                part["errorText"] = "The call was not run.".into();
-                            }
-                            parts.push(part);
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            Message::ToolResult(_) => {}
-        }
-    }
-    flush(&mut out, &mut parts, first, true);
-    out
 }
 
 /// Stop the chat's run (what `useChat`'s `stop()` should also call).

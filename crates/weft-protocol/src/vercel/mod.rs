@@ -54,6 +54,12 @@
 //! sets the id explicitly. `start` is therefore written when the event after `session_start`
 //! arrives, before anything else of the run.
 //!
+//! ## The conversation as UI messages
+//!
+//! [`ui_messages`] renders a session's conversation as the `UIMessage`s `useChat` restores on
+//! load (`GET /api/chat/{id}`): one assistant message per run, its tool parts in the state the
+//! session has them.
+//!
 //! ## How a run ends
 //!
 //! Open text and reasoning parts and the open step are closed; then an aborted run sends `abort`
@@ -116,6 +122,10 @@ use serde_json::{Value, json};
 use weft_core::{AgentEvent, AssistantMessage, Message, Role, SessionStatus, StopReason, ToolCall};
 
 use crate::{Encoder, Frame, event_fields};
+
+mod messages;
+
+pub use messages::ui_messages;
 
 /// The response header that marks a UI message stream.
 pub const HEADER: (&str, &str) = ("x-vercel-ai-ui-message-stream", "v1");
