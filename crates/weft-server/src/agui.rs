@@ -36,14 +36,13 @@ use axum::Extension;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use weft_core::{
-    AgentEvent, ApprovalDecision, AssistantContent, AssistantMessage, Input, Message,
-    SessionStatus, StopReason, TextContent, ToolCall, ToolResultMessage, ToolSpec, UserContent,
-    UserMessage, now_ms,
+    ApprovalDecision, AssistantContent, AssistantMessage, Input, Message, SessionStatus,
+    StopReason, TextContent, ToolCall, ToolResultMessage, ToolSpec, UserContent, UserMessage,
+    now_ms,
 };
-use weft_protocol::agui::{AgUiEncoder, AgUiVersion};
-use weft_protocol::{Encoder, Frame};
+use weft_protocol::agui::{self, AgUiEncoder, AgUiVersion, StateView};
 
 use crate::AppState;
 use crate::api::{AbortResponse, ExecuteContext, ExecuteOptions, JsonBody};
@@ -421,18 +420,14 @@ fn run_ids(thread: &str, run: Option<&str>) -> (String, String) {
 /// An error as AG-UI says it: the client's run opened, then `RUN_ERROR` with a sentence.
 fn error_stream(error: &ApiError, thread: &str, run: Option<&str>) -> Response {
     let (thread, run) = run_ids(thread, run);
-    let started = json!({ "type": "RUN_STARTED", "threadId": thread, "runId": run });
-    let failed =
-        json!({ "type": "RUN_ERROR", "message": error.detail.message, "code": error.detail.code });
-    frontends::refusal(error, format!("data: {started}\n\ndata: {failed}\n\n"), None)
+    let frames = agui::refusal(&thread, &run, &error.detail.message, &error.detail.code);
+    frontends::refusal(error, &frames, None)
 }
 
 /// A run that brought nothing new: opened and finished at once.
 fn nothing_new(thread: &str, run: Option<&str>) -> Response {
     let (thread, run) = run_ids(thread, run);
-    let started = json!({ "type": "RUN_STARTED", "threadId": thread, "runId": run });
-    let finished = json!({ "type": "RUN_FINISHED", "threadId": thread, "runId": run });
-    frontends::sse_frames(format!("data: {started}\n\ndata: {finished}\n\n"), None)
+    frontends::sse_frames(&agui::empty_run(&thread, &run), None)
 }
 
 async fn agent_run(
@@ -457,8 +452,8 @@ async fn agent_run(
         .collect();
     // The conversation as the session has it, for a client whose messages lack it (a reloaded
     // page, a client sending only its new message): sent as `MESSAGES_SNAPSHOT` once the run
-    // has started.
-    let mut history_snapshot = None;
+    // has started. Groups of (id prefix, messages): see `AgUiEncoder::messages_snapshot`.
+    let mut history_snapshot: Option<Vec<(String, Vec<Message>)>> = None;
     let (target, plan) = match &chat {
         None => match conversation.last_user.clone() {
             Some(user) => (input.thread_id.clone(), Plan::Run(Input::User(user))),
@@ -484,7 +479,10 @@ async fn agent_run(
                 let before = answered.len();
                 answered.retain(|id| !input.resume.iter().any(|r| r.interrupt_id == *id));
                 if answered.len() != before {
-                    history_snapshot = Some(agui_messages(session.messages.iter(), &chat.current));
+                    history_snapshot = Some(vec![(
+                        chat.current.clone(),
+                        session.messages.iter().cloned().collect(),
+                    )]);
                 }
                 let approvals = input.resume.iter().map(decision).collect();
                 (chat.current.clone(), Plan::Run(Input::Approvals { approvals }))
@@ -498,13 +496,10 @@ async fn agent_run(
                 match frontends::intent(session, last_user, conversation.user_count, false) {
                     Intent::New(user) => {
                         if lacks_history(session, &conversation) {
-                            let mut messages =
-                                agui_messages(session.messages.iter(), &chat.current);
-                            messages.extend(agui_messages(
-                                std::iter::once(&Message::User(user.clone())),
-                                "new",
-                            ));
-                            history_snapshot = Some(messages);
+                            history_snapshot = Some(vec![
+                                (chat.current.clone(), session.messages.iter().cloned().collect()),
+                                ("new".to_string(), vec![Message::User(user.clone())]),
+                            ]);
                         }
                         (chat.current.clone(), Plan::Run(Input::User(user)))
                     }
@@ -536,15 +531,18 @@ async fn agent_run(
         options,
     )
     .await?;
-    let encoder = AgUiStream {
-        inner: AgUiEncoder::new()
-            .client_answered(answered)
-            .version(AgUiVersion::from_protocol_version(input.protocol_version.as_deref())),
-        state: client_state,
-        session_id: String::new(),
-        history: history_snapshot,
-        weft_state,
-    };
+    // The run's own state (react's counters, a tree's or a graph's) is not the client's: it
+    // goes under `weft`, the client's state around it untouched, and only to a client that
+    // asked for it.
+    let state_view =
+        if weft_state { StateView::ClientWithWeft(client_state) } else { StateView::Hidden };
+    let mut encoder = AgUiEncoder::new()
+        .client_answered(answered)
+        .version(AgUiVersion::from_protocol_version(input.protocol_version.as_deref()))
+        .state_view(state_view);
+    for (prefix, messages) in history_snapshot.iter().flatten() {
+        encoder = encoder.messages_snapshot(prefix, messages);
+    }
     Ok(frontends::sse(state, streamed, Box::new(encoder), None))
 }
 
@@ -570,58 +568,6 @@ fn lacks_history(session: &weft_core::Session, conversation: &Conversation) -> b
     }
     // The request's user messages but its new one.
     conversation.user_count.saturating_sub(1) < stored
-}
-
-/// `messages` as AG-UI messages (`thread`: the prefix of the ids made for those without one).
-fn agui_messages<'a>(messages: impl Iterator<Item = &'a Message>, thread: &str) -> Vec<Value> {
-    let mut out = Vec::new();
-    for (i, message) in messages.enumerate() {
-        let generated = format!("{thread}-m{i}");
-        match message {
-            Message::User(user) => out.push(json!({
-                "id": user.id.as_deref().unwrap_or(&generated),
-                "role": "user",
-                "content": user.text_content(),
-            })),
-            Message::Assistant(assistant) => {
-                let text: String = assistant
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        AssistantContent::Text(t) => Some(t.text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                let calls: Vec<Value> = assistant
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        AssistantContent::ToolCall(call) => Some(json!({
-                            "id": call.id,
-                            "type": "function",
-                            "function": {"name": call.name, "arguments": call.arguments.to_string()},
-                        })),
-                        _ => None,
-                    })
-                    .collect();
-                let mut m = json!({"id": generated, "role": "assistant"});
-                if !text.is_empty() {
-                    m["content"] = text.into();
-                }
-                if !calls.is_empty() {
-                    m["toolCalls"] = calls.into();
-                }
-                out.push(m);
-            }
-            Message::ToolResult(result) => out.push(json!({
-                "id": generated,
-                "role": "tool",
-                "toolCallId": result.tool_call_id,
-                "content": result.text_content(),
-            })),
-        }
-    }
-    out
 }
 
 /// Stop the thread's run (what a page's stop button should call beside `abortRun()`).
@@ -663,80 +609,4 @@ fn tool_results(history: &[Message], pending: &[ToolCall]) -> Vec<ToolResultMess
             _ => None,
         })
         .collect()
-}
-
-/// The AG-UI encoder, with the run's state sent before its last event.
-struct AgUiStream {
-    inner: AgUiEncoder,
-    /// The client's state (`RunAgentInput.state`).
-    state: Option<Value>,
-    /// The session, once the run has started.
-    session_id: String,
-    /// `MESSAGES_SNAPSHOT` to send once the run has started (the client lacked the history).
-    history: Option<Vec<Value>>,
-    /// Whether the client asked for Weft's state (`STATE_SNAPSHOT`/`STATE_DELTA` under `weft`).
-    weft_state: bool,
-}
-
-impl AgUiStream {
-    /// The client's state with the session's own under `weft`.
-    fn snapshot(&self, weft: Value) -> Value {
-        let mut snapshot = match &self.state {
-            Some(Value::Object(map)) => map.clone(),
-            _ => Map::new(),
-        };
-        snapshot.insert("weft".into(), weft);
-        json!({ "type": "STATE_SNAPSHOT", "snapshot": snapshot })
-    }
-}
-
-impl Encoder for AgUiStream {
-    fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
-        // The run's own state (react's counters, a tree's or a graph's) is not the client's:
-        // it goes under `weft.state`, the client's state around it untouched.
-        match event {
-            AgentEvent::SessionStart { session_id, .. } => {
-                self.session_id.clone_from(session_id);
-            }
-            // Weft's state is an extra: sent only to a client that asked for it.
-            AgentEvent::StateSnapshot { .. } | AgentEvent::StateUpdate { .. }
-                if !self.weft_state =>
-            {
-                return;
-            }
-            AgentEvent::StateSnapshot { state } => {
-                let weft =
-                    json!({ "sessionId": self.session_id, "status": "running", "state": state });
-                out.push(Frame::json(&self.snapshot(weft)));
-                return;
-            }
-            AgentEvent::StateUpdate { state, .. } => {
-                let delta = weft_protocol::agui::state_patch("/weft/state", state);
-                if !delta.is_empty() {
-                    out.push(Frame::json(&json!({ "type": "STATE_DELTA", "delta": delta })));
-                }
-                return;
-            }
-            _ => {}
-        }
-        let start = out.len();
-        self.inner.encode(event, out);
-        if matches!(event, AgentEvent::SessionStart { .. })
-            && let Some(messages) = self.history.take()
-        {
-            out.push(Frame::json(&json!({ "type": "MESSAGES_SNAPSHOT", "messages": messages })));
-        }
-        if let AgentEvent::SessionEnd { session_id, status, .. } = event
-            && self.weft_state
-            && out.len() > start
-        {
-            let frame =
-                Frame::json(&self.snapshot(json!({ "sessionId": session_id, "status": status })));
-            out.insert(out.len() - 1, frame);
-        }
-    }
-
-    fn finish(&mut self, out: &mut Vec<Frame>) {
-        self.inner.finish(out);
-    }
 }

@@ -6,7 +6,7 @@ use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use weft_core::{Cost, History, Input, Message, SessionStatus, ToolCall, ToolSpec, Usage};
 
 use crate::error::ApiError;
@@ -311,6 +311,48 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
             }
         })?;
         parse_json(&bytes).map(JsonBody)
+    }
+}
+
+/// The wire format of a stream.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct FormatQuery {
+    /// `native`, `loom`, `loom-export`, `aceai`, `ag-ui` or `vercel` (default: from `Accept`:
+    /// `application/x-ndjson` → `loom` as NDJSON, otherwise `native` as SSE).
+    #[param(value_type = Option<ProtocolName>)]
+    protocol: Option<String>,
+}
+
+/// The wire formats, as `?protocol=` names them (the OpenAPI document's enumeration; the
+/// server parses the query as text and answers 400 for anything else).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub(crate) enum ProtocolName {
+    /// The agent plan's events.
+    #[schema(rename = "native")]
+    Native,
+    /// Loom NDJSON.
+    #[schema(rename = "loom")]
+    Loom,
+    /// Loom's single-key export form.
+    #[schema(rename = "loom-export")]
+    LoomExport,
+    /// AceAI step events.
+    #[schema(rename = "aceai")]
+    Aceai,
+    /// AG-UI events.
+    #[schema(rename = "ag-ui")]
+    AgUi,
+    /// The Vercel AI SDK UI message stream.
+    #[schema(rename = "vercel")]
+    Vercel,
+}
+
+impl FormatQuery {
+    /// The `protocol` asked for.
+    pub(crate) fn protocol(&self) -> Option<&str> {
+        self.protocol.as_deref()
     }
 }
 

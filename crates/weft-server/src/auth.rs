@@ -24,21 +24,22 @@ use weft_core::store::OwnerScope;
 
 use crate::AppState;
 use crate::error::ApiError;
+use crate::ids::Namespace;
 
 /// The caller of a request, put in the request's extensions by [`authenticate`].
 #[derive(Debug, Clone)]
 pub(crate) struct Caller {
     /// The key's owner; `None` when the server has no keys (every session is visible).
     pub(crate) owner: Option<String>,
-    /// The owner's namespace of stored session ids (`TAG~`; see `ids`).
-    pub(crate) prefix: Option<Arc<str>>,
+    /// The owner's namespace of stored session ids (see `ids`).
+    pub(crate) namespace: Namespace,
 }
 
 impl Caller {
     /// The caller of a request by `owner` (`None`: a server without keys).
     pub(crate) fn new(owner: Option<String>) -> Self {
-        let prefix = owner.as_deref().map(|o| Arc::from(crate::ids::prefix(o)));
-        Self { owner, prefix }
+        let namespace = Namespace::of(owner.as_deref());
+        Self { owner, namespace }
     }
 
     /// The sessions this caller may see.

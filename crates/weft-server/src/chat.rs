@@ -32,12 +32,11 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use weft_core::{
-    AgentEvent, ApprovalDecision, AssistantContent, AssistantMessage, Input, Message,
-    SessionStatus, StopReason, TextContent, ThinkingContent, ToolCall, ToolResultMessage, ToolSpec,
-    UserContent, UserMessage, now_ms,
+    ApprovalDecision, AssistantContent, AssistantMessage, Input, Message, SessionStatus,
+    StopReason, TextContent, ThinkingContent, ToolCall, ToolResultMessage, ToolSpec, UserContent,
+    UserMessage, now_ms,
 };
-use weft_protocol::vercel::{HEADER, VercelEncoder};
-use weft_protocol::{Encoder, Frame};
+use weft_protocol::vercel::{self, HEADER, VercelEncoder};
 
 use crate::AppState;
 use crate::api::{AbortResponse, ExecuteContext, ExecuteOptions, JsonBody};
@@ -350,13 +349,12 @@ pub(crate) async fn post(
 
 /// An error as the UI message stream says it: one `error` part, then the end.
 fn error_stream(error: &ApiError) -> Response {
-    let part = json!({ "type": "error", "errorText": error.detail.message });
-    frontends::refusal(error, format!("data: {part}\n\ndata: [DONE]\n\n"), Some(HEADER))
+    frontends::refusal(error, &vercel::refusal(&error.detail.message), Some(HEADER))
 }
 
 /// A finished stream with nothing in it: the request brought nothing new.
 fn nothing_new() -> Response {
-    frontends::sse_frames("data: [DONE]\n\n".to_string(), Some(HEADER))
+    frontends::sse_frames(&vercel::empty_stream(), Some(HEADER))
 }
 
 async fn chat(
@@ -459,7 +457,8 @@ async fn chat(
         options,
     )
     .await?;
-    let encoder = ChatStream::new(answered, denied, approved);
+    let encoder =
+        encoder().client_answered(answered).client_denied(denied).client_approved(approved);
     Ok(frontends::sse(state, streamed, Box::new(encoder), Some(HEADER)))
 }
 
@@ -492,94 +491,13 @@ pub(crate) async fn get(
         return Err(ApiError::session_not_found(&id));
     };
     let session = chat.handle.snapshot();
-    let messages = ui_messages(&session, &chat.current);
+    let messages = vercel::ui_messages(&session, &chat.current);
     Ok(axum::Json(json!({
         "id": id,
         "branchId": chat.current,
         "status": session.status,
         "messages": messages,
     })))
-}
-
-/// `session`'s messages as UI messages (`chat`: the id its generated message ids start with).
-fn ui_messages(session: &weft_core::Session, chat: &str) -> Vec<Value> {
-    let approvals: HashSet<String> =
-        session.pending_approvals().into_iter().map(|c| c.id).collect();
-    let pending: HashSet<String> = session.pending_tool_calls().into_iter().map(|c| c.id).collect();
-    let results: std::collections::HashMap<&str, &ToolResultMessage> = session
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::ToolResult(r) => Some((r.tool_call_id.as_str(), r)),
-            _ => None,
-        })
-        .collect();
-    let mut out: Vec<Value> = Vec::new();
-    let mut parts: Vec<Value> = Vec::new();
-    let mut first = 0;
-    let flush = |out: &mut Vec<Value>, parts: &mut Vec<Value>, first: usize, last: bool| {
-        if parts.is_empty() {
-            return;
-        }
-        let id = match (&session.run, last) {
-            (Some(run), true) => run.run_id.clone(),
-            _ => format!("{chat}-m{first}"),
-        };
-        out.push(json!({"id": id, "role": "assistant", "parts": std::mem::take(parts)}));
-    };
-    for (i, message) in session.messages.iter().enumerate() {
-        match message {
-            Message::User(user) => {
-                flush(&mut out, &mut parts, first, false);
-                let id = user.id.as_deref().map_or_else(|| format!("{chat}-m{i}"), str::to_string);
-                out.push(json!({"id": id, "role": "user",
-                    "parts": [{"type": "text", "text": user.text_content()}]}));
-            }
-            Message::Assistant(assistant) => {
-                if parts.is_empty() {
-                    first = i;
-                }
-                parts.push(json!({"type": "step-start"}));
-                for block in &assistant.content {
-                    match block {
-                        AssistantContent::Text(t) if !t.text.is_empty() => {
-                            parts.push(json!({"type": "text", "text": t.text, "state": "done"}));
-                        }
-                        AssistantContent::Thinking(t) if !t.thinking.is_empty() => parts.push(
-                            json!({"type": "reasoning", "text": t.thinking, "state": "done"}),
-                        ),
-                        AssistantContent::ToolCall(call) => {
-                            let mut part = json!({"type": format!("tool-{}", call.name),
-                                "toolCallId": call.id, "input": call.arguments});
-                            if let Some(result) = results.get(call.id.as_str()) {
-                                let text = result.text_content();
-                                if result.is_error {
-                                    part["state"] = "output-error".into();
-                                    part["errorText"] = text.into();
-                                } else {
-                                    part["state"] = "output-available".into();
-                                    part["output"] = text.into();
-                                }
-                            } else if approvals.contains(&call.id) {
-                                part["state"] = "approval-requested".into();
-                                part["approval"] = json!({"id": call.id});
-                            } else if pending.contains(&call.id) {
-                                part["state"] = "input-available".into();
-                            } else {
-                                part["state"] = "output-error".into();
-                                part["errorText"] = "The call was not run.".into();
-                            }
-                            parts.push(part);
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            Message::ToolResult(_) => {}
-        }
-    }
-    flush(&mut out, &mut parts, first, true);
-    out
 }
 
 /// Stop the chat's run (what `useChat`'s `stop()` should also call).
@@ -644,104 +562,12 @@ pub(crate) async fn resume(
         ExecuteOptions::default(),
     )
     .await?;
-    let encoder = ChatStream::new(HashSet::new(), HashSet::new(), HashSet::new());
-    Ok(frontends::sse(state, streamed, Box::new(encoder), Some(HEADER)))
+    Ok(frontends::sse(state, streamed, Box::new(encoder()), Some(HEADER)))
 }
 
-/// The UI message stream, without the results the client supplied and with denials as
-/// `tool-output-denied`. A client-side call the client has just approved is handed to it again
-/// as `tool-input-available` when the run then waits for its result: its part leaves the
-/// `approval-responded` state, so `useChat` runs the tool (`onToolCall`) instead of posting the
-/// approval again and again (`lastAssistantMessageIsCompleteWithApprovalResponses`).
-///
-/// A call's `tool-input-available` is held back until the run says whether the call needs
-/// approval: `useChat` runs a client-side tool (`onToolCall`) as soon as its input is available,
-/// so a call waiting for approval gets only its input stream and `tool-approval-request`, and is
-/// handed over once approved.
-struct ChatStream {
-    inner: VercelEncoder,
-    answered: HashSet<String>,
-    denied: HashSet<String>,
-    approved: HashSet<String>,
-    /// `tool-input-available` of calls not yet known not to need approval: (call id, frame).
-    held: Vec<(String, Frame)>,
-}
-
-impl ChatStream {
-    fn new(answered: HashSet<String>, denied: HashSet<String>, approved: HashSet<String>) -> Self {
-        Self { inner: VercelEncoder::new(), answered, denied, approved, held: Vec::new() }
-    }
-}
-
-impl Encoder for ChatStream {
-    fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
-        match event {
-            AgentEvent::ToolcallEnd { tool_call, .. } => {
-                let start = out.len();
-                self.inner.encode(event, out);
-                if let Some(at) =
-                    out[start..].iter().position(|f| f.data.contains("\"tool-input-available\""))
-                {
-                    let frame = out.remove(start + at);
-                    self.held.push((tool_call.id.clone(), frame));
-                }
-                return;
-            }
-            AgentEvent::ApprovalRequired { tool_calls, .. } => {
-                self.held.retain(|(id, _)| !tool_calls.iter().any(|c| c.id == *id));
-                out.extend(self.held.drain(..).map(|(_, frame)| frame));
-            }
-            AgentEvent::ToolExecutionStart { .. }
-            | AgentEvent::AwaitingToolExecution { .. }
-            | AgentEvent::StepStart { .. }
-            | AgentEvent::StepEnd { .. }
-            | AgentEvent::SessionEnd { .. }
-            | AgentEvent::Error { .. } => out.extend(self.held.drain(..).map(|(_, frame)| frame)),
-            AgentEvent::MessageEnd { message } if matches!(**message, Message::ToolResult(_)) => {
-                out.extend(self.held.drain(..).map(|(_, frame)| frame));
-            }
-            _ => {}
-        }
-        let start = out.len();
-        self.inner.encode(event, out);
-        if let AgentEvent::AwaitingToolExecution { tool_calls, .. } = event {
-            for call in tool_calls.iter().filter(|c| self.approved.contains(&c.id)) {
-                out.push(Frame::json(&json!({
-                    "type": "tool-input-available",
-                    "toolCallId": call.id,
-                    "toolName": call.name,
-                    "input": call.arguments,
-                })));
-            }
-            return;
-        }
-        let AgentEvent::MessageEnd { message } = event else { return };
-        let Message::ToolResult(result) = message.as_ref() else { return };
-        let id = result.tool_call_id.as_str();
-        if !self.answered.contains(id) && !self.denied.contains(id) {
-            return;
-        }
-        let mut kept = Vec::with_capacity(out.len() - start);
-        for frame in out.drain(start..) {
-            let part: Option<Value> = serde_json::from_str(&frame.data).ok();
-            let kind = part.as_ref().and_then(|p| p.get("type")).and_then(Value::as_str);
-            let call = part.as_ref().and_then(|p| p.get("toolCallId")).and_then(Value::as_str);
-            match (kind, call) {
-                (Some("tool-output-available" | "tool-output-error"), Some(call))
-                    if call == id && self.answered.contains(id) => {}
-                (Some("tool-output-error"), Some(call)) if call == id => {
-                    kept.push(Frame::json(
-                        &json!({ "type": "tool-output-denied", "toolCallId": id }),
-                    ));
-                }
-                _ => kept.push(frame),
-            }
-        }
-        out.extend(kept);
-    }
-
-    fn finish(&mut self, out: &mut Vec<Frame>) {
-        out.extend(self.held.drain(..).map(|(_, frame)| frame));
-        self.inner.finish(out);
-    }
+/// The UI message stream as `useChat` needs it: a call's `tool-input-available` waits until the
+/// run says whether the call needs approval (`useChat` runs a client-side tool as soon as its
+/// input is available). What the request answered, denied and approved is added by `chat`.
+fn encoder() -> VercelEncoder {
+    VercelEncoder::new().hold_inputs_until_approval_known(true)
 }

@@ -110,8 +110,8 @@ pub(crate) async fn load_owned(
 ) -> Result<Option<(SessionHandle, Option<SessionHead>)>, ApiError> {
     check_id(id)?;
     let started = Instant::now();
-    let mut found = lookup(state, caller, &caller.store_id(id), id).await;
-    if let (Ok(None), Some(legacy)) = (&found, caller.legacy_id(id)) {
+    let mut found = lookup(state, caller, &caller.namespace.store_id(id), id).await;
+    if let (Ok(None), Some(legacy)) = (&found, caller.namespace.legacy_id(id)) {
         // Stored before owners had namespaces: found only if the caller owns it.
         found = lookup(state, caller, legacy, id).await;
     }
@@ -250,11 +250,11 @@ pub(crate) async fn create(
     let wanted = id.clone();
     // In an owner's namespace the server names a new session itself, so that its stored id
     // has the namespace too; without one the agent does.
-    let stored = match (&caller.prefix, id) {
-        (Some(_), id) => {
-            Some(caller.store_id(&id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string())))
+    let stored = match (caller.namespace.is_owned(), id) {
+        (true, id) => {
+            Some(caller.namespace.store_id(&id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string())))
         }
-        (None, id) => id,
+        (false, id) => id,
     };
     let created = state
         .agent
@@ -339,7 +339,7 @@ pub(crate) async fn start(
         },
     };
     let id = session.id();
-    let shown_id = caller.client_id(&id).to_string();
+    let shown_id = caller.namespace.client_id(&id).to_string();
     check_same(state, head.as_ref(), &options, &shown_id)?;
     tracing::Span::current().record("session_id", id.as_str());
     // Enqueued inputs of one session start in the order they arrived (in this process).
@@ -440,7 +440,8 @@ pub(crate) async fn fork(
         return Err(ApiError::session_not_found(id));
     };
     let client_id = new_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let options = weft_agent::ForkOptions { id: Some(caller.store_id(&client_id)), at_message };
+    let options =
+        weft_agent::ForkOptions { id: Some(caller.namespace.store_id(&client_id)), at_message };
     match state.agent.fork_session(&parent, options).await {
         Ok(_) => Ok(client_id),
         Err(AgentError::InvalidFork(reason)) => Err(ApiError::new(

@@ -17,7 +17,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::Response;
 use weft_agent::SessionHandle;
 use weft_core::{Input, Message, Session, SessionStatus, UserMessage};
-use weft_protocol::Encoder;
+use weft_protocol::{Encoder, Frame};
 
 use crate::AppState;
 use crate::api::{ExecuteContext, ExecuteOptions, ExecuteRequest};
@@ -117,7 +117,7 @@ pub(crate) async fn chat(
     let Some((root, _)) = load_owned(state, caller, id).await? else { return Ok(None) };
     let snapshot = root.snapshot();
     if let Some(branch) = weft_agent::latest_branch(&snapshot.options) {
-        let current = caller.client_id(branch).to_string();
+        let current = caller.namespace.client_id(branch).to_string();
         if let Some((handle, _)) = load_owned(state, caller, &current).await? {
             let session = handle.snapshot();
             return Ok(Some(Chat { id: id.to_string(), current, handle, session }));
@@ -153,7 +153,7 @@ pub(crate) async fn fork(
     let Some((root, _)) = load_owned(state, caller, &chat.id).await? else {
         return Err(ApiError::session_not_found(&chat.id));
     };
-    root.set_branch(&caller.store_id(&branch)).await.map_err(ApiError::from)?;
+    root.set_branch(&caller.namespace.store_id(&branch)).await.map_err(ApiError::from)?;
     tracing::info!(chat = %chat.id, branch = %branch, at, "chat forked");
     Ok(branch)
 }
@@ -222,9 +222,17 @@ pub(crate) fn sse(
     response
 }
 
-/// A finished SSE stream holding only `frames` (already rendered), with the front end's header.
-pub(crate) fn sse_frames(frames: String, extra: Option<(&'static str, &'static str)>) -> Response {
-    let mut response = Response::new(Body::from(frames));
+/// A finished SSE stream holding only `frames` (rendered by the front end's protocol), with the
+/// front end's header.
+pub(crate) fn sse_frames(
+    frames: &[Frame],
+    extra: Option<(&'static str, &'static str)>,
+) -> Response {
+    let mut body = String::new();
+    for frame in frames {
+        weft_protocol::framing::write_sse(frame, &mut body);
+    }
+    let mut response = Response::new(Body::from(body));
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
@@ -234,11 +242,11 @@ pub(crate) fn sse_frames(frames: String, extra: Option<(&'static str, &'static s
     response
 }
 
-/// A refusal said in a front end's own stream (`frames`: the protocol's error, rendered), with
-/// the error's code in `x-weft-error` for programs.
+/// A refusal said in a front end's own stream (`frames`: the protocol's error), with the error's
+/// code in `x-weft-error` for programs.
 pub(crate) fn refusal(
     error: &ApiError,
-    frames: String,
+    frames: &[Frame],
     extra: Option<(&'static str, &'static str)>,
 ) -> Response {
     tracing::info!(code = %error.detail.code, "front-end request refused: {}", error.detail.message);

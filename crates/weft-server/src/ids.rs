@@ -13,16 +13,15 @@
 //! existed). A keyed session stored before namespaces (an id without `~`) is still found by its
 //! owner: when the namespaced id does not exist, the plain one is looked up, for its owner only.
 //!
-//! This module is the only place that knows the mapping: handlers take client ids, turn them into
-//! stored ids with [`Caller::store_id`], and show stored ids with [`Caller::client_id`];
-//! [`ClientIds`] does the same for the events a stream renders.
+//! This module is the only place that knows the mapping: a caller's [`Namespace`] (made from its
+//! owner by `auth`) turns the client ids handlers take into stored ids ([`Namespace::store_id`])
+//! and shows stored ids as client ids ([`Namespace::client_id`]); [`ClientIds`] does the same for
+//! the events a stream renders. This module knows nothing of callers or keys.
 
 use std::sync::Arc;
 
 use weft_core::AgentEvent;
 use weft_protocol::{Encoder, Frame, Framing};
-
-use crate::auth::Caller;
 
 /// What separates an owner's tag from the client's id in a stored id (never in a client id).
 pub(crate) const SEPARATOR: char = '~';
@@ -31,7 +30,7 @@ pub(crate) const SEPARATOR: char = '~';
 const MAX_TAG: usize = 48;
 
 /// The namespace prefix of `owner`'s sessions: `TAG~`.
-pub(crate) fn prefix(owner: &str) -> String {
+fn prefix(owner: &str) -> String {
     let plain = !owner.is_empty()
         && owner.len() <= MAX_TAG
         && owner.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b));
@@ -49,8 +48,26 @@ pub(crate) fn prefix(owner: &str) -> String {
     format!("+{hash:016x}{SEPARATOR}")
 }
 
-impl Caller {
-    /// The stored id of the caller's session `client_id`.
+/// The stored ids of one owner's sessions: `TAG~ID` for an owner, the client's id itself on a
+/// server without keys.
+#[derive(Debug, Clone)]
+pub(crate) struct Namespace {
+    /// `TAG~`; `None` without keys.
+    prefix: Option<Arc<str>>,
+}
+
+impl Namespace {
+    /// The namespace of `owner`'s sessions (`None`: a server without keys, no namespace).
+    pub(crate) fn of(owner: Option<&str>) -> Self {
+        Self { prefix: owner.map(|o| Arc::from(prefix(o))) }
+    }
+
+    /// Whether stored ids differ from client ids (an owner's namespace, on a server with keys).
+    pub(crate) fn is_owned(&self) -> bool {
+        self.prefix.is_some()
+    }
+
+    /// The stored id of the owner's session `client_id`.
     pub(crate) fn store_id(&self, client_id: &str) -> String {
         match &self.prefix {
             Some(prefix) => format!("{prefix}{client_id}"),
@@ -59,12 +76,12 @@ impl Caller {
     }
 
     /// The stored id of a session that predates owner namespaces (the plain client id), when
-    /// the caller has a namespace; such a session is the caller's only if its owner is.
+    /// there is a namespace; such a session is the owner's only if its recorded owner is.
     pub(crate) fn legacy_id<'a>(&self, client_id: &'a str) -> Option<&'a str> {
         self.prefix.is_some().then_some(client_id)
     }
 
-    /// The id the caller knows the stored session `store_id` by.
+    /// The id the owner knows the stored session `store_id` by.
     pub(crate) fn client_id<'a>(&self, store_id: &'a str) -> &'a str {
         match &self.prefix {
             Some(prefix) => store_id.strip_prefix(&**prefix).unwrap_or(store_id),
@@ -169,17 +186,17 @@ impl Encoder for ClientIds {
 mod tests {
     use super::*;
 
-    fn caller(owner: Option<&str>) -> Caller {
-        Caller::new(owner.map(str::to_string))
+    fn namespace(owner: Option<&str>) -> Namespace {
+        Namespace::of(owner)
     }
 
     #[test]
     fn owners_get_namespaces_and_clients_their_own_ids() {
-        let alice = caller(Some("alice"));
+        let alice = namespace(Some("alice"));
         assert_eq!(alice.store_id("chat-1"), "alice~chat-1");
         assert_eq!(alice.client_id("alice~chat-1"), "chat-1");
         assert_eq!(alice.client_id("legacy"), "legacy", "ids from before namespaces");
-        let anonymous = caller(None);
+        let anonymous = namespace(None);
         assert_eq!(anonymous.store_id("chat-1"), "chat-1", "no keys: ids as before");
         assert_eq!(anonymous.legacy_id("chat-1"), None);
         // Names that are not plain words are hashed.

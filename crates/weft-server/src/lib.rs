@@ -243,7 +243,7 @@ impl Server {
         let mut operations = Router::new()
             .route("/healthz", get(routes::healthz))
             .route("/readyz", get(routes::readyz))
-            .route("/openapi.json", get(routes::openapi));
+            .route("/openapi.json", get(openapi::openapi));
         if state.settings.metrics_public {
             operations = operations.route("/metrics", get(routes::metrics));
         } else {

@@ -1,14 +1,23 @@
 //! `/openapi.json`: the API description, generated from the handlers' annotations and the
-//! request and response types.
+//! request and response types, and its handler. This module names the other handlers (for their
+//! descriptions); none of them imports it.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
+use crate::AppState;
 use crate::api::{
     AbortResponse, ExecuteContext, ExecuteOptions, ExecuteRequest, ForkRequest, Health,
     ModeParameters, Multitask, OnDisconnect, SessionList, SessionView,
 };
-use crate::error::{ErrorBody, ErrorDetail};
+use crate::error::{ApiError, ErrorBody, ErrorDetail};
 
 struct BearerAuth;
 
@@ -44,7 +53,7 @@ impl Modify for BearerAuth {
         crate::routes::healthz,
         crate::routes::readyz,
         crate::routes::metrics,
-        crate::routes::openapi,
+        openapi,
     ),
     components(schemas(
         ExecuteRequest, ExecuteContext, ExecuteOptions, ModeParameters, Multitask, OnDisconnect,
@@ -147,6 +156,27 @@ pub(crate) fn served(max_turns: u32) -> Result<serde_json::Value, serde_json::Er
         }
     }
     Ok(doc)
+}
+
+/// This API's OpenAPI description.
+#[utoipa::path(get, path = "/openapi.json", tag = "operations",
+    responses((status = 200, description = "OpenAPI 3.1", content_type = "application/json", body = Object)))]
+pub(crate) async fn openapi(State(state): State<Arc<AppState>>) -> Response {
+    match served(state.settings.max_turns).and_then(|doc| serde_json::to_vec(&doc)) {
+        Ok(json) => {
+            let mut response = Response::new(Body::from(json));
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            response
+        }
+        Err(error) => ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("cannot render the API description: {error}"),
+        )
+        .into_response(),
+    }
 }
 
 #[cfg(test)]

@@ -12,55 +12,13 @@ use utoipa::IntoParams;
 
 use crate::AppState;
 use crate::api::{
-    AbortResponse, ExecuteRequest, ForkRequest, Health, JsonBody, QueryParams, SessionList,
-    SessionView,
+    AbortResponse, ExecuteRequest, ForkRequest, FormatQuery, Health, JsonBody, ProtocolName,
+    QueryParams, SessionList, SessionView,
 };
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::execute::{self, load_owned};
 use crate::stream::{self, Feed, WireFormat};
-
-/// The wire format of a stream.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub(crate) struct FormatQuery {
-    /// `native`, `loom`, `loom-export`, `aceai`, `ag-ui` or `vercel` (default: from `Accept`:
-    /// `application/x-ndjson` → `loom` as NDJSON, otherwise `native` as SSE).
-    #[param(value_type = Option<ProtocolName>)]
-    protocol: Option<String>,
-}
-
-/// The wire formats, as `?protocol=` names them (the OpenAPI document's enumeration; the
-/// server parses the query as text and answers 400 for anything else).
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
-pub(crate) enum ProtocolName {
-    /// The agent plan's events.
-    #[schema(rename = "native")]
-    Native,
-    /// Loom NDJSON.
-    #[schema(rename = "loom")]
-    Loom,
-    /// Loom's single-key export form.
-    #[schema(rename = "loom-export")]
-    LoomExport,
-    /// AceAI step events.
-    #[schema(rename = "aceai")]
-    Aceai,
-    /// AG-UI events.
-    #[schema(rename = "ag-ui")]
-    AgUi,
-    /// The Vercel AI SDK UI message stream.
-    #[schema(rename = "vercel")]
-    Vercel,
-}
-
-impl FormatQuery {
-    /// The `protocol` asked for.
-    pub(crate) fn protocol(&self) -> Option<&str> {
-        self.protocol.as_deref()
-    }
-}
 
 /// Where an attached stream resumes.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -134,7 +92,7 @@ pub(crate) async fn execute(
     headers: HeaderMap,
     JsonBody(request): JsonBody<ExecuteRequest>,
 ) -> Result<Response, ApiError> {
-    let format = WireFormat::negotiate(query.protocol.as_deref(), &headers)?;
+    let format = WireFormat::negotiate(query.protocol(), &headers)?;
     let started = execute::start(&state, &caller, request).await?;
     Ok(stream_response(state, started.feed, format, &started.session_id, started.run_id.as_deref()))
 }
@@ -165,13 +123,14 @@ pub(crate) async fn get_session(
     let last_event_seq = handle.last_seq();
     let s = handle.snapshot();
     let fork = weft_agent::forked_from(&s.options);
-    let branch = weft_agent::latest_branch(&s.options).map(|b| caller.client_id(b).to_string());
+    let branch =
+        weft_agent::latest_branch(&s.options).map(|b| caller.namespace.client_id(b).to_string());
     Ok(axum::Json(SessionView {
         pending_tool_calls: s.pending_tool_calls(),
         pending_approvals: s.pending_approvals(),
         run_id: s.run.as_ref().map(|r| r.run_id.clone()),
         last_event_seq: last_event_seq.max(s.last_event_seq),
-        id: caller.client_id(&s.id).to_string(),
+        id: caller.namespace.client_id(&s.id).to_string(),
         status: s.status,
         provider: s.provider,
         model: s.model,
@@ -183,7 +142,7 @@ pub(crate) async fn get_session(
         step_count: s.step_count,
         created_at: s.created_at,
         updated_at: s.updated_at,
-        parent_id: fork.as_ref().map(|f| caller.client_id(&f.session_id).to_string()),
+        parent_id: fork.as_ref().map(|f| caller.namespace.client_id(&f.session_id).to_string()),
         forked_at: fork.map(|f| f.at_message),
         branch_id: branch,
     }))
@@ -320,19 +279,19 @@ pub(crate) async fn list_sessions(
             }
         })?;
     for head in &mut sessions {
-        head.id = caller.client_id(&head.id).to_string();
+        head.id = caller.namespace.client_id(&head.id).to_string();
         // Links to other sessions, by the ids the caller knows them by.
         if let Some(options) = head.options.as_object_mut() {
             if let Some(parent) =
                 options.get_mut(weft_agent::OPTION_FORKED_FROM).and_then(|f| f.get_mut("sessionId"))
                 && let Some(stored) = parent.as_str()
             {
-                *parent = caller.client_id(stored).into();
+                *parent = caller.namespace.client_id(stored).into();
             }
             if let Some(branch) = options.get_mut(weft_agent::OPTION_BRANCH)
                 && let Some(stored) = branch.as_str()
             {
-                *branch = caller.client_id(stored).into();
+                *branch = caller.namespace.client_id(stored).into();
             }
         }
     }
@@ -370,8 +329,8 @@ pub(crate) async fn delete_session(
             })?;
         Ok::<_, ApiError>(deleted.then_some(stored))
     };
-    let mut deleted = delete(caller.store_id(&id)).await?;
-    if let (None, Some(legacy)) = (&deleted, caller.legacy_id(&id)) {
+    let mut deleted = delete(caller.namespace.store_id(&id)).await?;
+    if let (None, Some(legacy)) = (&deleted, caller.namespace.legacy_id(&id)) {
         // Stored before owners had namespaces (the scope keeps it to its owner).
         deleted = delete(legacy.to_string()).await?;
     }
@@ -435,28 +394,6 @@ pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Response {
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
     );
     response
-}
-
-/// This API's OpenAPI description.
-#[utoipa::path(get, path = "/openapi.json", tag = "operations",
-    responses((status = 200, description = "OpenAPI 3.1", content_type = "application/json", body = Object)))]
-pub(crate) async fn openapi(State(state): State<Arc<AppState>>) -> Response {
-    match crate::openapi::served(state.settings.max_turns).and_then(|doc| serde_json::to_vec(&doc))
-    {
-        Ok(json) => {
-            let mut response = Response::new(Body::from(json));
-            response
-                .headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            response
-        }
-        Err(error) => ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            format!("cannot render the API description: {error}"),
-        )
-        .into_response(),
-    }
 }
 
 /// Anything else: 404 in JSON.

@@ -39,13 +39,12 @@ use tokio_util::sync::CancellationToken;
 use weft_protocol::{Frame, Protocol};
 
 use crate::AppState;
-use crate::api::{ExecuteRequest, QueryParams, parse_json};
+use crate::api::{ExecuteRequest, FormatQuery, QueryParams, parse_json};
 use crate::auth::{Caller, RateBucket};
 use crate::conn::{Closed, ConnHandle};
 use crate::error::{ApiError, ErrorBody};
 use crate::execute;
 use crate::ids::ClientIds;
-use crate::routes::FormatQuery;
 use crate::stream::{ClientGauge, Feed, Renderer};
 use crate::ws_limits::{self, Outbox, SocketSlot, SocketStreams, StreamSlot};
 

@@ -99,6 +99,27 @@
 //!   every AG-UI event but `RUN_ERROR` belongs to a run opened by `RUN_STARTED`, which needs the
 //!   run's ids. They produce no frame.
 //!
+//! ## What the server knows of the request (`POST /api/ag-ui`)
+//!
+//! - Whose state the state events carry ([`StateView`], set with [`AgUiEncoder::state_view`]):
+//!   the run's own (the default, as above); none ([`StateView::Hidden`]: Weft's state is an extra
+//!   a client's own state should not carry unasked); or the client's state
+//!   (`RunAgentInput.state`) with the session's own under `weft`
+//!   ([`StateView::ClientWithWeft`]): every `STATE_SNAPSHOT` is the client's state with
+//!   `weft: {sessionId, status: "running", state}` (the run's state after each node run), each
+//!   `state_update` a `STATE_DELTA` under `/weft/state`, and one last `STATE_SNAPSHOT` with
+//!   `weft: {sessionId, status}` (the final status) just before the run's last event. These
+//!   state events are sent wherever their canonical events come, inside a run or not.
+//! - The conversation as the session has it ([`AgUiEncoder::messages_snapshot`]), for a client
+//!   whose messages lack it: `MESSAGES_SNAPSHOT {messages}` right after `RUN_STARTED`, once.
+//!   Messages are AG-UI messages: `user {id, content}`, `assistant {id, content?, toolCalls?}`
+//!   (`toolCalls`: `{id, type: "function", function: {name, arguments}}`, `arguments` a JSON
+//!   text) and `tool {id, toolCallId, content}`; a message without an id of its own (all but
+//!   user messages the client named) gets `<prefix>-m<i>`, `i` its position in its group.
+//! - A request the server refuses, or one that brings nothing to run, is answered without an
+//!   encoder: [`refusal`] (`RUN_STARTED` then `RUN_ERROR {message, code}`) and [`empty_run`]
+//!   (`RUN_STARTED` then `RUN_FINISHED`), with the client's ids.
+//!
 //! ## Protocol versions
 //!
 //! What a client accepts depends on its AG-UI version ([`AgUiVersion`], set with
@@ -118,9 +139,10 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use weft_core::{
-    AgentEvent, AssistantMessage, Message, Role, SessionStatus, ToolCall, ToolResultMessage,
+    AgentEvent, AssistantContent, AssistantMessage, Message, Role, SessionStatus, ToolCall,
+    ToolResultMessage,
 };
 
 use crate::{Encoder, Frame, event_fields};
@@ -147,6 +169,21 @@ impl AgUiVersion {
     }
 }
 
+/// Whose state a stream's `STATE_SNAPSHOT` and `STATE_DELTA` carry (see the module's *What the
+/// server knows of the request*).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum StateView {
+    /// The run's own state, as the state is: `state_snapshot` is the snapshot, `state_update` a
+    /// delta of it (`?protocol=ag-ui`).
+    #[default]
+    Run,
+    /// No state events at all.
+    Hidden,
+    /// The client's state (`RunAgentInput.state`; anything but an object counts as `{}`) with
+    /// the session's own under `weft`, and a last snapshot with the run's final status.
+    ClientWithWeft(Option<Value>),
+}
+
 /// Renders canonical events as AG-UI events. One encoder serves one stream: one run, or several
 /// runs of a session in order.
 #[derive(Debug, Default)]
@@ -157,6 +194,12 @@ pub struct AgUiEncoder {
     client_answered: HashSet<String>,
     /// What the client accepts.
     version: AgUiVersion,
+    /// Whose state the state events carry.
+    state_view: StateView,
+    /// The session of the last `session_start` (`weft.sessionId` of a snapshot).
+    session_id: String,
+    /// `MESSAGES_SNAPSHOT` to send after the next `RUN_STARTED`.
+    messages_snapshot: Option<Vec<SnapshotMessage>>,
 }
 
 impl AgUiEncoder {
@@ -182,15 +225,83 @@ impl AgUiEncoder {
         self.client_answered.extend(tool_call_ids.into_iter().map(Into::into));
         self
     }
+
+    /// Sets whose state the state events carry (default [`StateView::Run`]).
+    pub fn state_view(mut self, view: StateView) -> Self {
+        self.state_view = view;
+        self
+    }
+
+    /// Adds `messages` to the `MESSAGES_SNAPSHOT` sent once, right after the next
+    /// `RUN_STARTED` (for a client whose messages lack the conversation). A message without an
+    /// id of its own is `<id_prefix>-m<i>`, `i` its position among `messages`; each call adds a
+    /// group of its own, and a call with no messages still sends the snapshot.
+    pub fn messages_snapshot<'a>(
+        mut self,
+        id_prefix: &str,
+        messages: impl IntoIterator<Item = &'a Message>,
+    ) -> Self {
+        let snapshot = self.messages_snapshot.get_or_insert_with(Vec::new);
+        for (i, message) in messages.into_iter().enumerate() {
+            snapshot.push(SnapshotMessage::new(message, format!("{id_prefix}-m{i}")));
+        }
+        self
+    }
+
+    /// The client's state with `weft` set to `weft` (for [`StateView::ClientWithWeft`]).
+    fn client_with_weft(&self, weft: Value) -> Option<Value> {
+        let StateView::ClientWithWeft(client) = &self.state_view else { return None };
+        let mut snapshot = match client {
+            Some(Value::Object(map)) => map.clone(),
+            _ => Map::new(),
+        };
+        snapshot.insert("weft".into(), weft);
+        Some(Value::Object(snapshot))
+    }
+
+    /// The state events of a view other than [`StateView::Run`]; `false` for any other event
+    /// or view (the run's state goes through the run, as every other event).
+    fn view_state(&self, event: &AgentEvent, out: &mut Vec<Frame>) -> bool {
+        match (&self.state_view, event) {
+            (StateView::Run, _) => false,
+            (
+                StateView::Hidden,
+                AgentEvent::StateSnapshot { .. } | AgentEvent::StateUpdate { .. },
+            ) => true,
+            (StateView::ClientWithWeft(_), AgentEvent::StateSnapshot { state }) => {
+                let weft =
+                    json!({ "sessionId": self.session_id, "status": "running", "state": state });
+                if let Some(snapshot) = self.client_with_weft(weft) {
+                    push(out, &Ev::StateSnapshot { snapshot: &snapshot });
+                }
+                true
+            }
+            (StateView::ClientWithWeft(_), AgentEvent::StateUpdate { state, .. }) => {
+                let delta = state_patch("/weft/state", state);
+                if !delta.is_empty() {
+                    push(out, &Ev::StateDelta { delta: &delta });
+                }
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 impl Encoder for AgUiEncoder {
     fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
+        if self.view_state(event, out) {
+            return;
+        }
         if let AgentEvent::SessionStart { session_id, run_id, .. } = event {
+            self.session_id.clone_from(session_id);
             if let Some(run) = self.run.take() {
                 run.fail_incomplete(out);
             }
             push(out, &Ev::RunStarted { thread_id: session_id, run_id });
+            if let Some(messages) = self.messages_snapshot.take() {
+                push(out, &Ev::MessagesSnapshot { messages: &messages });
+            }
             self.run = Some(RunState::new(session_id, run_id, self.version));
             return;
         }
@@ -199,9 +310,11 @@ impl Encoder for AgUiEncoder {
         };
         match event {
             AgentEvent::SessionStart { .. } => {}
-            AgentEvent::SessionEnd { status, messages, .. } => {
+            AgentEvent::SessionEnd { session_id, status, messages, .. } => {
+                let last = json!({ "sessionId": session_id, "status": status });
+                let last = self.client_with_weft(last);
                 if let Some(run) = self.run.take() {
-                    run.end(*status, messages, out);
+                    run.end(*status, messages, last.as_ref(), out);
                 }
             }
             AgentEvent::AwaitingToolExecution { tool_calls, .. } => {
@@ -591,9 +704,19 @@ impl RunState {
         }
     }
 
-    /// The run's last event, by its status.
-    fn end(mut self, status: SessionStatus, messages: &[Arc<Message>], out: &mut Vec<Frame>) {
+    /// The run's last event, by its status; `state`, if any, is sent as a `STATE_SNAPSHOT` just
+    /// before it.
+    fn end(
+        mut self,
+        status: SessionStatus,
+        messages: &[Arc<Message>],
+        state: Option<&Value>,
+        out: &mut Vec<Frame>,
+    ) {
         self.close_all(out);
+        if let Some(snapshot) = state {
+            push(out, &Ev::StateSnapshot { snapshot });
+        }
         let usage = token_usage(messages);
         let outcome = match status {
             SessionStatus::Error => {
@@ -813,10 +936,109 @@ enum Ev<'a> {
     StateDelta {
         delta: &'a [Value],
     },
+    MessagesSnapshot {
+        messages: &'a [SnapshotMessage],
+    },
     Custom {
         name: &'a str,
         value: &'a Value,
     },
+}
+
+/// A message of `MESSAGES_SNAPSHOT`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "role", rename_all = "lowercase", rename_all_fields = "camelCase")]
+enum SnapshotMessage {
+    User {
+        id: String,
+        content: String,
+    },
+    Assistant {
+        id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        content: Option<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<SnapshotCall>,
+    },
+    Tool {
+        id: String,
+        tool_call_id: String,
+        content: String,
+    },
+}
+
+/// A tool call of a snapshot's assistant message.
+#[derive(Debug, Serialize)]
+struct SnapshotCall {
+    id: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: SnapshotFunction,
+}
+
+/// `{name, arguments}` (`arguments`: a JSON text).
+#[derive(Debug, Serialize)]
+struct SnapshotFunction {
+    name: String,
+    arguments: String,
+}
+
+impl SnapshotMessage {
+    /// `message` as AG-UI has it (`generated`: its id when it has none of its own).
+    fn new(message: &Message, generated: String) -> Self {
+        match message {
+            Message::User(user) => Self::User {
+                id: user.id.as_deref().map_or(generated, str::to_string),
+                content: user.text_content(),
+            },
+            Message::Assistant(assistant) => {
+                let mut text = String::new();
+                let mut tool_calls = Vec::new();
+                for block in &assistant.content {
+                    match block {
+                        AssistantContent::Text(t) => text.push_str(&t.text),
+                        AssistantContent::ToolCall(call) => tool_calls.push(SnapshotCall {
+                            id: call.id.clone(),
+                            kind: "function",
+                            function: SnapshotFunction {
+                                name: call.name.clone(),
+                                arguments: call.arguments.to_string(),
+                            },
+                        }),
+                        _ => {}
+                    }
+                }
+                Self::Assistant {
+                    id: generated,
+                    content: (!text.is_empty()).then_some(text),
+                    tool_calls,
+                }
+            }
+            Message::ToolResult(result) => Self::Tool {
+                id: generated,
+                tool_call_id: result.tool_call_id.clone(),
+                content: result.text_content(),
+            },
+        }
+    }
+}
+
+/// The answer to a run the server refuses: the client's run opened (`RUN_STARTED` with the
+/// client's `thread_id` and `run_id`), then `RUN_ERROR {message, code}`.
+pub fn refusal(thread_id: &str, run_id: &str, message: &str, code: &str) -> Vec<Frame> {
+    vec![
+        Frame::json(&Ev::RunStarted { thread_id, run_id }),
+        Frame::json(&Ev::RunError { message, code, usage: Vec::new() }),
+    ]
+}
+
+/// The answer to a run that brings nothing to run: `RUN_STARTED`, then `RUN_FINISHED` without
+/// an outcome, with the client's ids.
+pub fn empty_run(thread_id: &str, run_id: &str) -> Vec<Frame> {
+    vec![
+        Frame::json(&Ev::RunStarted { thread_id, run_id }),
+        Frame::json(&Ev::RunFinished { thread_id, run_id, outcome: None, usage: Vec::new() }),
+    ]
 }
 
 /// A JSON Patch (RFC 6902) that sets each member of `changed` (an object: what a node changed)

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use weft_core::{AgentEvent, ModeProgress, SessionStatus, StopReason};
 
 use super::fixtures::{Block, Script, lines, of_type, real_weather_run, texts, weather};
-use super::{AgUiEncoder, AgUiVersion};
+use super::{AgUiEncoder, AgUiVersion, StateView};
 use crate::{Encoder, Frame};
 
 fn encode_with(encoder: &mut AgUiEncoder, events: &[AgentEvent]) -> Vec<Frame> {
@@ -158,6 +158,7 @@ fn check(frames: &[Frame]) -> Seen {
                 open_steps.remove(at);
             }
             "STATE_SNAPSHOT" => assert!(v.get("snapshot").is_some()),
+            "MESSAGES_SNAPSHOT" => assert!(v["messages"].is_array()),
             "STATE_DELTA" => assert!(v["delta"].as_array().is_some_and(|d| !d.is_empty())),
             "CUSTOM" => assert!(v["name"].is_string() && v.get("value").is_some()),
             other => panic!("unexpected event type {other}"),
@@ -780,4 +781,130 @@ fn the_v1_outcomes_that_v0_rejects_are_the_ones_the_v0_check_refuses() {
         let finished = of_type(&v, "RUN_FINISHED");
         assert!(finished.iter().any(|f| !v0_accepts_outcome(f)), "{name}");
     }
+}
+
+/// A run that reports its state: a snapshot, then a node's change.
+fn stateful_run() -> Vec<AgentEvent> {
+    Script::new("s1", "r1", 0)
+        .event(AgentEvent::StateSnapshot { state: json!({"n": 1}) })
+        .event(AgentEvent::StateUpdate { name: "plan".into(), state: json!({"n": 2}) })
+        .end(SessionStatus::Completed)
+}
+
+fn encode_as(encoder: AgUiEncoder, events: &[AgentEvent]) -> Vec<Value> {
+    let mut encoder = encoder;
+    let mut out = encode_with(&mut encoder, events);
+    encoder.finish(&mut out);
+    check(&out);
+    values(&out)
+}
+
+#[test]
+fn a_hidden_state_sends_no_state_events() {
+    let v = encode_as(AgUiEncoder::new().state_view(StateView::Hidden), &stateful_run());
+    let kinds: Vec<&str> = v.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["RUN_STARTED", "RUN_FINISHED"]);
+}
+
+#[test]
+fn the_clients_state_carries_weft_state_under_weft_and_the_final_status_last() {
+    let client = json!({"theme": "dark", "weft": "the client's, replaced"});
+    let view = StateView::ClientWithWeft(Some(client));
+    let v = encode_as(AgUiEncoder::new().state_view(view), &stateful_run());
+    assert_eq!(
+        v[1..4],
+        [
+            json!({"type": "STATE_SNAPSHOT", "snapshot": {"theme": "dark",
+                "weft": {"sessionId": "s1", "status": "running", "state": {"n": 1}}}}),
+            json!({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/weft/state/n", "value": 2}]}),
+            json!({"type": "STATE_SNAPSHOT", "snapshot": {"theme": "dark",
+                "weft": {"sessionId": "s1", "status": "completed"}}}),
+        ]
+    );
+    assert_eq!(v[4]["type"], "RUN_FINISHED");
+    assert_eq!(v.len(), 5);
+
+    // A client state that is not an object counts as `{}`; a failed run's last snapshot comes
+    // just before its RUN_ERROR.
+    let failed = Script::new("s1", "r1", 0)
+        .model(&[Block::Text("Hal")], StopReason::Error)
+        .end(SessionStatus::Error);
+    let view = StateView::ClientWithWeft(Some(json!([1, 2])));
+    let v = encode_as(AgUiEncoder::new().state_view(view), &failed);
+    let n = v.len();
+    assert_eq!(
+        v[n - 2],
+        json!({"type": "STATE_SNAPSHOT", "snapshot": {"weft": {"sessionId": "s1", "status": "error"}}})
+    );
+    assert_eq!(v[n - 1]["type"], "RUN_ERROR");
+}
+
+#[test]
+fn the_history_snapshot_follows_run_started_once() {
+    let mut user = weft_core::UserMessage::text("Hi");
+    user.id = Some("u1".into());
+    let mut answer = weft_core::AssistantMessage::empty("faux", "faux-1");
+    answer.content = vec![
+        weft_core::AssistantContent::Text(weft_core::TextContent { text: "Let me ".into() }),
+        weft_core::AssistantContent::Text(weft_core::TextContent { text: "look.".into() }),
+        weft_core::AssistantContent::ToolCall(weft_core::ToolCall {
+            id: "c1".into(),
+            name: "read_page".into(),
+            arguments: json!({"selector": "h1"}).into(),
+        }),
+    ];
+    let result = weft_core::ToolResultMessage::new("c1", "read_page", "Weft 0.1", false);
+    let history = [
+        weft_core::Message::User(user),
+        weft_core::Message::Assistant(answer),
+        weft_core::Message::ToolResult(result),
+    ];
+    let next = weft_core::Message::User(weft_core::UserMessage::text("And?"));
+    let encoder = AgUiEncoder::new()
+        .messages_snapshot("t1", &history)
+        .messages_snapshot("new", std::iter::once(&next));
+    let mut events = Script::new("s1", "r1", 0).end(SessionStatus::Completed);
+    events.extend(Script::new("s1", "r2", 0).end(SessionStatus::Completed));
+    let v = encode_as(encoder, &events);
+    assert_eq!(
+        v[1],
+        json!({"type": "MESSAGES_SNAPSHOT", "messages": [
+            {"role": "user", "id": "u1", "content": "Hi"},
+            {"role": "assistant", "id": "t1-m1", "content": "Let me look.", "toolCalls": [
+                {"id": "c1", "type": "function",
+                 "function": {"name": "read_page", "arguments": "{\"selector\":\"h1\"}"}}]},
+            {"role": "tool", "id": "t1-m2", "toolCallId": "c1", "content": "Weft 0.1"},
+            {"role": "user", "id": "new-m0", "content": "And?"},
+        ]})
+    );
+    let snapshots = v.iter().filter(|e| e["type"] == "MESSAGES_SNAPSHOT").count();
+    assert_eq!(snapshots, 1, "once, for the first run");
+
+    // An empty history is still a snapshot: the client's list is replaced by none.
+    let no_messages: [weft_core::Message; 0] = [];
+    let encoder = AgUiEncoder::new().messages_snapshot("t1", &no_messages);
+    let v = encode_as(encoder, &Script::new("s1", "r1", 0).end(SessionStatus::Completed));
+    assert_eq!(v[1], json!({"type": "MESSAGES_SNAPSHOT", "messages": []}));
+}
+
+#[test]
+fn a_refusal_and_an_empty_run_open_and_close_the_clients_run() {
+    let frames = super::refusal("t1", "run-9", "chat \"t1\" is new", "user_message_required");
+    check(&frames);
+    assert_eq!(
+        lines(&frames),
+        [
+            r#"{"type":"RUN_STARTED","threadId":"t1","runId":"run-9"}"#,
+            r#"{"type":"RUN_ERROR","message":"chat \"t1\" is new","code":"user_message_required"}"#,
+        ]
+    );
+    let frames = super::empty_run("t1", "run-9");
+    check(&frames);
+    assert_eq!(
+        lines(&frames),
+        [
+            r#"{"type":"RUN_STARTED","threadId":"t1","runId":"run-9"}"#,
+            r#"{"type":"RUN_FINISHED","threadId":"t1","runId":"run-9"}"#,
+        ]
+    );
 }

@@ -54,6 +54,12 @@
 //! sets the id explicitly. `start` is therefore written when the event after `session_start`
 //! arrives, before anything else of the run.
 //!
+//! ## The conversation as UI messages
+//!
+//! [`ui_messages`] renders a session's conversation as the `UIMessage`s `useChat` restores on
+//! load (`GET /api/chat/{id}`): one assistant message per run, its tool parts in the state the
+//! session has them.
+//!
 //! ## How a run ends
 //!
 //! Open text and reasoning parts and the open step are closed; then an aborted run sends `abort`
@@ -80,10 +86,35 @@
 //!   `tool-output-available`.
 //! - `output` is the result's text (text blocks joined); the result's `details` are not sent.
 //! - A denied approval is the error result the model sees, so it arrives as `tool-output-error`
-//!   (the canonical stream does not tell a denial from other error results).
+//!   (the canonical stream does not tell a denial from other error results), unless the server
+//!   says which calls the client denied ([`VercelEncoder::client_denied`]).
 //! - Empty deltas are not sent.
+//!
+//! ## What the server knows of the request (`POST /api/chat`)
+//!
+//! `useChat` keeps the conversation itself and reads the stream as changes to its last
+//! assistant message, so what a response may repeat depends on what the request carried. The
+//! server says so with these options (none is set by default, as for `?protocol=vercel`):
+//!
+//! - [`VercelEncoder::client_answered`]: results the client supplied (its client-side tools'
+//!   outputs) are not echoed back: their part has its output already.
+//! - [`VercelEncoder::client_denied`]: a call the client denied ends as `tool-output-denied`
+//!   (the part's `output-denied` state), not as the error result the model sees.
+//! - [`VercelEncoder::client_approved`]: a client-side call the client has just approved is
+//!   handed to it again as `tool-input-available` when the run then waits for its result: its
+//!   part leaves the `approval-responded` state, so `useChat` runs the tool (`onToolCall`)
+//!   instead of posting the approval again and again
+//!   (`lastAssistantMessageIsCompleteWithApprovalResponses`).
+//! - [`VercelEncoder::hold_inputs_until_approval_known`]: a call's `tool-input-available` is
+//!   held back until the run says whether the call needs approval. `useChat` runs a client-side
+//!   tool as soon as its input is available, so a call waiting for approval gets only its input
+//!   stream and `tool-approval-request`, and is handed over once approved. The held inputs go
+//!   out before the first event that shows the calls need no approval (a tool's execution, the
+//!   wait for client-side results, a tool result, a step's start or end, an error, the run's
+//!   end) and at [`Encoder::finish`]; `approval_required` drops the inputs of the calls it names
+//!   and sends the others.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -92,11 +123,26 @@ use weft_core::{AgentEvent, AssistantMessage, Message, Role, SessionStatus, Stop
 
 use crate::{Encoder, Frame, event_fields};
 
+mod messages;
+
+pub use messages::ui_messages;
+
 /// The response header that marks a UI message stream.
 pub const HEADER: (&str, &str) = ("x-vercel-ai-ui-message-stream", "v1");
 
 /// The stream's terminator, sent by [`Encoder::finish`].
 pub const DONE: &str = "[DONE]";
+
+/// The answer to a request the server refuses: one `error {errorText}` part (`useChat` shows it
+/// as its error), then `[DONE]`.
+pub fn refusal(error_text: &str) -> Vec<Frame> {
+    vec![Frame::json(&Part::Error { error_text }), Frame::raw(DONE)]
+}
+
+/// The answer to a request that brings nothing to run: an empty stream, `[DONE]` alone.
+pub fn empty_stream() -> Vec<Frame> {
+    vec![Frame::raw(DONE)]
+}
 
 /// Renders canonical events as a UI message stream. One encoder serves one HTTP response: one
 /// run, or several runs of a session in order (each its own `start` … `finish`).
@@ -108,6 +154,17 @@ pub struct VercelEncoder {
     run: Option<RunState>,
     /// Whether `[DONE]` was sent.
     done: bool,
+    /// Calls whose results the client supplied: their `tool-output-*` is not sent.
+    client_answered: HashSet<String>,
+    /// Calls the client denied: their error result is sent as `tool-output-denied`.
+    client_denied: HashSet<String>,
+    /// Calls the client approved: handed to it as `tool-input-available` when the run waits
+    /// for their results.
+    client_approved: HashSet<String>,
+    /// Whether `tool-input-available` waits until the run says whether the call needs approval.
+    hold_inputs: bool,
+    /// The calls whose `tool-input-available` is held back, in order.
+    held: Vec<ToolCall>,
 }
 
 impl VercelEncoder {
@@ -122,10 +179,80 @@ impl VercelEncoder {
         self.message_id = Some(message_id.into());
         self
     }
+
+    /// Marks calls whose results the client sent in the request (outputs of its client-side
+    /// tools): the run re-emits those results, and they are not echoed back as
+    /// `tool-output-available` / `tool-output-error`, their part having its output already.
+    pub fn client_answered<I, S>(mut self, tool_call_ids: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.client_answered.extend(tool_call_ids.into_iter().map(Into::into));
+        self
+    }
+
+    /// Marks calls the client denied in the request: the error result the run gives each is
+    /// sent as `tool-output-denied {toolCallId}`, so the part ends in `useChat`'s `output-denied`
+    /// state. A result the client also answered ([`Self::client_answered`]) is not sent at all.
+    pub fn client_denied<I, S>(mut self, tool_call_ids: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.client_denied.extend(tool_call_ids.into_iter().map(Into::into));
+        self
+    }
+
+    /// Marks calls the client approved in the request: when the run then waits for the result
+    /// of one of them (`awaiting_tool_execution`: a client-side tool), it is handed over again as
+    /// `tool-input-available`, so its part leaves the `approval-responded` state and `useChat`
+    /// runs the tool instead of posting the approval again.
+    pub fn client_approved<I, S>(mut self, tool_call_ids: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.client_approved.extend(tool_call_ids.into_iter().map(Into::into));
+        self
+    }
+
+    /// Whether a call's `tool-input-available` is held back until the run says whether the
+    /// call needs approval (default: no). `useChat` runs a client-side tool as soon as its input
+    /// is available; held back, a call waiting for approval gets only its input stream and
+    /// `tool-approval-request` (see the module's docs for when held inputs go out).
+    pub fn hold_inputs_until_approval_known(mut self, hold: bool) -> Self {
+        self.hold_inputs = hold;
+        self
+    }
+
+    /// Sends the held `tool-input-available` parts.
+    fn release_inputs(&mut self, out: &mut Vec<Frame>) {
+        for call in self.held.drain(..) {
+            push(out, &input_available(&call));
+        }
+    }
 }
 
 impl Encoder for VercelEncoder {
     fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
+        // Held inputs go out once the run shows whether their calls need approval.
+        match event {
+            AgentEvent::ApprovalRequired { tool_calls, .. } => {
+                self.held.retain(|held| !tool_calls.iter().any(|c| c.id == held.id));
+                self.release_inputs(out);
+            }
+            AgentEvent::ToolExecutionStart { .. }
+            | AgentEvent::AwaitingToolExecution { .. }
+            | AgentEvent::StepStart { .. }
+            | AgentEvent::StepEnd { .. }
+            | AgentEvent::SessionEnd { .. }
+            | AgentEvent::Error { .. } => self.release_inputs(out),
+            AgentEvent::MessageEnd { message } if matches!(**message, Message::ToolResult(_)) => {
+                self.release_inputs(out);
+            }
+            _ => {}
+        }
         if let AgentEvent::SessionStart { run_id, recovers, .. } = event {
             // A recovery taken up on its own (the dead run's events were not sent) completes
             // the answer the client knows by the dead run's id: the same message, replayed.
@@ -167,21 +294,20 @@ impl Encoder for VercelEncoder {
             AgentEvent::MessageEnd { message } => match message.as_ref() {
                 Message::Assistant(m) => run.assistant_end(m, out),
                 Message::ToolResult(r) => {
+                    let id = r.tool_call_id.as_str();
                     let text = r.text_content();
-                    if r.is_error {
+                    // A result the client supplied is not echoed: its part has it already.
+                    if !self.client_answered.contains(id) {
                         push(
                             out,
-                            &Part::ToolOutputError {
-                                tool_call_id: &r.tool_call_id,
-                                error_text: &text,
-                            },
-                        );
-                    } else {
-                        push(
-                            out,
-                            &Part::ToolOutputAvailable {
-                                tool_call_id: &r.tool_call_id,
-                                output: &text,
+                            &match (r.is_error, self.client_denied.contains(id)) {
+                                (true, true) => Part::ToolOutputDenied { tool_call_id: id },
+                                (true, false) => {
+                                    Part::ToolOutputError { tool_call_id: id, error_text: &text }
+                                }
+                                (false, _) => {
+                                    Part::ToolOutputAvailable { tool_call_id: id, output: &text }
+                                }
                             },
                         );
                     }
@@ -208,7 +334,14 @@ impl Encoder for VercelEncoder {
             }
             AgentEvent::ToolcallStart { index, id, name } => run.call_start(*index, id, name, out),
             AgentEvent::ToolcallDelta { index, delta } => run.call_delta(*index, delta, out),
-            AgentEvent::ToolcallEnd { index, tool_call } => run.call_end(*index, tool_call, out),
+            AgentEvent::ToolcallEnd { index, tool_call } => {
+                run.call_end(*index, tool_call);
+                if self.hold_inputs {
+                    self.held.push(tool_call.clone());
+                } else {
+                    push(out, &input_available(tool_call));
+                }
+            }
             AgentEvent::ToolExecutionDelta { tool_call_id, delta } => {
                 let data = json!({ "toolCallId": tool_call_id, "delta": delta });
                 push_data(out, "data-tool-output", None, &data, true);
@@ -225,7 +358,11 @@ impl Encoder for VercelEncoder {
                     );
                 }
             }
-            AgentEvent::AwaitingToolExecution { .. } => {}
+            AgentEvent::AwaitingToolExecution { tool_calls, .. } => {
+                for call in tool_calls.iter().filter(|c| self.client_approved.contains(&c.id)) {
+                    push(out, &input_available(call));
+                }
+            }
             AgentEvent::NodeEnter { .. } | AgentEvent::NodeExit { .. } => {}
             AgentEvent::StateSnapshot { state } => {
                 push_data(out, "data-state", Some("state"), state, true);
@@ -257,6 +394,7 @@ impl Encoder for VercelEncoder {
     }
 
     fn finish(&mut self, out: &mut Vec<Frame>) {
+        self.release_inputs(out);
         if let Some(run) = self.run.take() {
             run.fail_incomplete(out);
         }
@@ -452,20 +590,13 @@ impl RunState {
         }
     }
 
-    fn call_end(&mut self, index: u32, call: &ToolCall, out: &mut Vec<Frame>) {
+    /// A call's input is complete (its `tool-input-available` is the encoder's to send).
+    fn call_end(&mut self, index: u32, call: &ToolCall) {
         if let Some(Open::Call(_)) = self.blocks.get(&index) {
             self.blocks.remove(&index);
         } else {
             self.calls.push((call.id.clone(), call.name.clone()));
         }
-        push(
-            out,
-            &Part::ToolInputAvailable {
-                tool_call_id: &call.id,
-                tool_name: &call.name,
-                input: &call.arguments,
-            },
-        );
     }
 
     fn assistant_end(&mut self, message: &AssistantMessage, out: &mut Vec<Frame>) {
@@ -511,6 +642,15 @@ impl RunState {
         self.close_step(out);
         push(out, &Part::Error { error_text: "the event stream ended before the run finished" });
         push(out, &Part::Finish { finish_reason: Some("error") });
+    }
+}
+
+/// `tool-input-available` of `call`.
+fn input_available(call: &ToolCall) -> Part<'_> {
+    Part::ToolInputAvailable {
+        tool_call_id: &call.id,
+        tool_name: &call.name,
+        input: &call.arguments,
     }
 }
 
@@ -611,6 +751,9 @@ enum Part<'a> {
     ToolOutputError {
         tool_call_id: &'a str,
         error_text: &'a str,
+    },
+    ToolOutputDenied {
+        tool_call_id: &'a str,
     },
     Error {
         error_text: &'a str,

@@ -51,6 +51,7 @@ fn schema(kind: &str) -> (&'static [&'static str], &'static [&'static str]) {
             (&["toolCallId", "output"], &["providerExecuted", "dynamic", "preliminary"])
         }
         "tool-output-error" => (&["toolCallId", "errorText"], &["providerExecuted", "dynamic"]),
+        "tool-output-denied" => (&["toolCallId"], &[]),
         k if k.starts_with("data-") => (&["data"], &["id", "transient"]),
         other => panic!("not a UI message chunk type: {other}"),
     }
@@ -184,13 +185,18 @@ fn check(frames: &[Frame], known: &[&str]) -> Seen {
                 calls.insert(id.clone());
                 seen.inputs.insert(id, v["input"].clone());
             }
-            "tool-output-available" | "tool-output-error" | "tool-approval-request" => {
+            "tool-output-available"
+            | "tool-output-error"
+            | "tool-output-denied"
+            | "tool-approval-request" => {
                 let id = id("toolCallId");
                 assert!(calls.contains(&id), "{kind} for a call the client does not know: {id}");
                 if kind == "tool-output-available" {
                     seen.outputs.insert(id, v["output"].clone());
                 } else if kind == "tool-output-error" {
                     seen.outputs.insert(id, json!({ "error": v["errorText"] }));
+                } else if kind == "tool-output-denied" {
+                    seen.outputs.insert(id, json!("denied"));
                 }
             }
             "error" | "abort" => {}
@@ -600,4 +606,174 @@ fn done_is_sent_once() {
         lines(&out),
         [r#"{"type":"start"}"#, r#"{"type":"finish","finishReason":"stop"}"#, "[DONE]"]
     );
+}
+
+/// A resumed run (no user message) with these tool results, then a text answer.
+fn resumed_with(results: &[(&str, &str, &str, bool)]) -> Vec<AgentEvent> {
+    Script::new("s1", "r2", 1)
+        .observe(results)
+        .model(&[Block::Text("Done.")], StopReason::Stop)
+        .step_end()
+        .end(SessionStatus::Completed)
+}
+
+#[test]
+fn results_the_client_answered_are_not_echoed() {
+    let events = resumed_with(&[
+        ("c1", "read_page", "Weft 0.1", false),
+        ("c2", "read_page", "no page", true),
+        ("c3", "clock", "noon", false),
+    ]);
+    let mut encoder = VercelEncoder::new().client_answered(["c1", "c2"]);
+    let frames = encode_with(&mut encoder, &events);
+    let seen = check(&frames, &["c1", "c2", "c3"]);
+    assert_eq!(seen.outputs, BTreeMap::from([("c3".to_string(), json!("noon"))]));
+    assert_eq!(
+        lines(&frames)[..2],
+        [
+            r#"{"type":"start"}"#,
+            r#"{"type":"tool-output-available","toolCallId":"c3","output":"noon"}"#
+        ]
+    );
+    // Without the option every result is sent.
+    assert_eq!(check(&encode(&events), &["c1", "c2", "c3"]).outputs.len(), 3);
+}
+
+#[test]
+fn a_call_the_client_denied_ends_as_output_denied() {
+    let events = resumed_with(&[
+        ("c1", "send_email", "Tool call denied by the user: no", true),
+        ("c2", "send_email", "sent", false),
+        ("c3", "send_email", "Tool call denied by the user", true),
+    ]);
+    let mut encoder =
+        VercelEncoder::new().client_denied(["c1", "c2", "c3"]).client_answered(["c3"]);
+    let frames = encode_with(&mut encoder, &events);
+    check(&frames, &["c1", "c2", "c3"]);
+    assert_eq!(
+        lines(&frames)[..3],
+        [
+            r#"{"type":"start"}"#,
+            r#"{"type":"tool-output-denied","toolCallId":"c1"}"#,
+            // Only an error result is a denial; a result the client answered is never sent.
+            r#"{"type":"tool-output-available","toolCallId":"c2","output":"sent"}"#,
+        ]
+    );
+    assert!(!lines(&frames).iter().any(|l| l.contains(r#""c3""#)));
+    // Without the option a denial is the error result the model sees.
+    let seen = check(&encode(&events), &["c1", "c2", "c3"]);
+    assert_eq!(seen.outputs["c1"], json!({"error": "Tool call denied by the user: no"}));
+}
+
+#[test]
+fn an_approved_client_call_is_handed_back_when_the_run_waits_for_it() {
+    let events = Script::new("s1", "r2", 1)
+        .awaiting(&[
+            ("c1", "pick_color", json!({"palette": "warm"})),
+            ("c2", "read_page", json!({"selector": "h1"})),
+        ])
+        .end(SessionStatus::AwaitingToolExecution);
+    let mut encoder = VercelEncoder::new().client_approved(["c1"]);
+    let frames = encode_with(&mut encoder, &events);
+    check(&frames, &["c1", "c2"]);
+    assert_eq!(
+        lines(&frames),
+        [
+            r#"{"type":"start"}"#,
+            r#"{"type":"tool-input-available","toolCallId":"c1","toolName":"pick_color","input":{"palette":"warm"}}"#,
+            r#"{"type":"finish","finishReason":"tool-calls"}"#,
+            "[DONE]",
+        ]
+    );
+    // Without the option the waiting call's part already has its input.
+    assert!(!lines(&encode(&events)).iter().any(|l| l.contains("tool-input-available")));
+}
+
+#[test]
+fn a_call_waiting_for_approval_gets_no_input_available_when_inputs_are_held() {
+    let events = Script::new("s1", "r1", 0)
+        .user("Send it and look")
+        .model(
+            &[
+                Block::Call("c1", "send_email", json!({"to": "a@b.c"})),
+                Block::Call("c2", "read_page", json!({"selector": "h1"})),
+            ],
+            StopReason::ToolUse,
+        )
+        .approval(&[("c1", "send_email", json!({"to": "a@b.c"}))])
+        .end(SessionStatus::AwaitingApproval);
+    let mut encoder = VercelEncoder::new().hold_inputs_until_approval_known(true);
+    let frames = encode_with(&mut encoder, &events);
+    let seen = check(&frames, &[]);
+    assert_eq!(seen.inputs.keys().collect::<Vec<_>>(), ["c2"], "c1 waits for approval");
+    assert_eq!(
+        lines(&frames)[frames.len() - 5..],
+        [
+            r#"{"type":"tool-input-available","toolCallId":"c2","toolName":"read_page","input":{"selector":"h1"}}"#,
+            r#"{"type":"tool-approval-request","approvalId":"c1","toolCallId":"c1"}"#,
+            r#"{"type":"finish-step"}"#,
+            r#"{"type":"finish","finishReason":"tool-calls"}"#,
+            "[DONE]",
+        ]
+    );
+    // Not held, both inputs go out as the calls end.
+    let seen = check(&encode(&events), &[]);
+    assert_eq!(seen.inputs.keys().collect::<Vec<_>>(), ["c1", "c2"]);
+}
+
+#[test]
+fn held_inputs_go_out_once_the_run_shows_no_approval_is_needed() {
+    // A client-side call: the wait for its result releases its input, where it would have been.
+    let suspended = Script::new("s1", "r1", 0)
+        .user("Read the headline")
+        .model(
+            &[Block::Text("Reading."), Block::Call("c1", "read_page", json!({"selector": "h1"}))],
+            StopReason::ToolUse,
+        )
+        .awaiting(&[("c1", "read_page", json!({"selector": "h1"}))])
+        .end(SessionStatus::AwaitingToolExecution);
+    let mut encoder = VercelEncoder::new().hold_inputs_until_approval_known(true);
+    assert_eq!(encode_with(&mut encoder, &suspended), encode(&suspended));
+
+    // A server-side call: released before its execution's output.
+    let local = Script::new("s1", "r1", 0)
+        .user("What time is it?")
+        .model(&[Block::Call("c1", "clock", json!({}))], StopReason::ToolUse)
+        .act(&[("c1", "clock", &["noon"], false)])
+        .observe(&[("c1", "clock", "noon", false)])
+        .model(&[Block::Text("Noon.")], StopReason::Stop)
+        .step_end()
+        .end(SessionStatus::Completed);
+    let mut encoder = VercelEncoder::new().hold_inputs_until_approval_known(true);
+    let frames = encode_with(&mut encoder, &local);
+    check(&frames, &[]);
+    let kinds: Vec<String> =
+        parts(&frames).iter().map(|p| p["type"].as_str().unwrap().to_string()).collect();
+    let at = |kind: &str| kinds.iter().position(|k| k == kind).unwrap();
+    assert!(at("tool-input-available") < at("data-tool-output"), "{kinds:?}");
+
+    // A stream cut after the call: `finish` sends the held input before closing the message.
+    let end = suspended.iter().position(|e| matches!(e, AgentEvent::ToolcallEnd { .. })).unwrap();
+    let mut encoder = VercelEncoder::new().hold_inputs_until_approval_known(true);
+    let frames = encode_with(&mut encoder, &suspended[..=end]);
+    check(&frames, &[]);
+    assert_eq!(
+        lines(&frames)[frames.len() - 5..],
+        [
+            r#"{"type":"tool-input-available","toolCallId":"c1","toolName":"read_page","input":{"selector":"h1"}}"#,
+            r#"{"type":"finish-step"}"#,
+            r#"{"type":"error","errorText":"the event stream ended before the run finished"}"#,
+            r#"{"type":"finish","finishReason":"error"}"#,
+            "[DONE]",
+        ]
+    );
+}
+
+#[test]
+fn a_refusal_is_one_error_part_and_an_empty_stream_is_done_alone() {
+    assert_eq!(
+        lines(&super::refusal("chat \"c\" is new")),
+        [r#"{"type":"error","errorText":"chat \"c\" is new"}"#, "[DONE]"]
+    );
+    assert_eq!(lines(&super::empty_stream()), ["[DONE]"]);
 }
