@@ -21,8 +21,6 @@ use syn::visit::Visit;
 const KNOWN: &[(&str, &[&str])] = &[
     // The sweeper calls the agent's facade; it is to call the driver through a weak context.
     ("weft-agent", &["agent.rs", "deadline.rs"]),
-    ("weft-server", &["auth.rs", "ids.rs"]),
-    ("weft-server", &["openapi.rs", "routes.rs", "ws.rs"]),
 ];
 
 /// A crate's modules: module path (`["machine"]`, `["modes", "tot"]`) → file.
