@@ -34,6 +34,11 @@ pub struct Agent {
 }
 
 impl Agent {
+    /// Whether this agent made `session` (a handle is used only with the agent that made it).
+    pub(crate) fn made(&self, session: &SessionHandle) -> bool {
+        session.shared.agent == self.inner.id
+    }
+
     pub(crate) fn from_inner(inner: Arc<AgentInner>) -> Self {
         Self { inner }
     }
@@ -340,7 +345,8 @@ impl Agent {
         loaded: bool,
     ) -> SessionHandle {
         let id = session.id.clone();
-        let shared = Shared::new(session, remote, last_seq, self.inner.store.clone());
+        let shared =
+            Shared::new(self.inner.id, session, remote, last_seq, self.inner.store.clone());
         let mut open = self.inner.open.lock().unwrap_or_else(|e| e.into_inner());
         if loaded && let Some(kept) = open.get(&id).and_then(Weak::upgrade) {
             // Loaded twice at once (a request and the sweeper): one handle per session, the
@@ -381,6 +387,9 @@ impl Agent {
         input: impl Into<Input>,
     ) -> Result<ExecuteStream, ExecuteError> {
         tokio::runtime::Handle::try_current().map_err(|_| ExecuteError::NoRuntime)?;
+        if !self.made(session) {
+            return Err(ExecuteError::ForeignSession(session.id()));
+        }
         // A start runs to its end even if its caller goes away (an HTTP client disconnecting
         // drops the handler's future): dropped half-way, it would leave the handle marked
         // running by a run that never began, refusing every later input.

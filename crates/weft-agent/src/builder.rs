@@ -209,6 +209,7 @@ impl AgentBuilder {
         let identity = self.identity.unwrap_or_else(ProcessIdentity::ephemeral);
         let agent = Agent {
             inner: Arc::new(AgentInner {
+                id: crate::context::next_agent_id(),
                 provider: self.provider,
                 providers,
                 tools,

@@ -51,7 +51,17 @@ impl Recent {
     }
 }
 
+/// Where agents' ids come from: one per [`AgentInner`] made in this process.
+static NEXT_AGENT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A new agent id, never given before in this process.
+pub(crate) fn next_agent_id() -> u64 {
+    NEXT_AGENT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 pub(crate) struct AgentInner {
+    /// This agent's id: the handles it makes carry it, and it takes no other agent's.
+    pub(crate) id: u64,
     /// The default provider (new sessions without a provider of their own, and sessions naming
     /// one this agent does not have).
     pub(crate) provider: Arc<dyn Provider>,

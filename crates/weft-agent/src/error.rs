@@ -54,6 +54,12 @@ pub enum AgentError {
     /// and its result).
     #[error("{0}")]
     InvalidFork(String),
+    /// A session handle made by another agent: each agent has its own tools, store and
+    /// registry of open sessions, so a handle is used only with the agent that made it.
+    #[error(
+        "session {0} was opened by another agent; open it with this agent (`session()`) instead"
+    )]
+    ForeignSession(String),
 }
 
 /// A tool name as an error shows it: quoted, cut to the longest valid length (with its size).
@@ -133,4 +139,10 @@ pub enum ExecuteError {
     /// `execute` was called outside a Tokio runtime.
     #[error("execute() must be called from within a Tokio runtime")]
     NoRuntime,
+    /// A session handle made by another agent: each agent has its own tools, store and
+    /// registry of open sessions, so a handle is used only with the agent that made it.
+    #[error(
+        "session {0} was opened by another agent; open it with this agent (`session()`) instead"
+    )]
+    ForeignSession(String),
 }

@@ -102,6 +102,9 @@ impl Agent {
         parent: &SessionHandle,
         options: ForkOptions,
     ) -> Result<SessionHandle, AgentError> {
+        if !self.made(parent) {
+            return Err(AgentError::ForeignSession(parent.id()));
+        }
         let source = parent.snapshot();
         let at = options.at_message.unwrap_or(source.messages.len());
         check_cut(&source, at).map_err(AgentError::InvalidFork)?;

@@ -63,6 +63,8 @@ impl State {
 }
 
 pub(crate) struct Shared {
+    /// The id of the agent that made the handle ([`crate::context::AgentInner::id`]).
+    pub(crate) agent: u64,
     pub(crate) state: Mutex<State>,
     pub(crate) remote: RemoteTools,
     /// The session's event log in this process, made when first needed (a run, a watcher):
@@ -79,6 +81,7 @@ impl Shared {
     /// A session held in this process from now on: `last_seq` is its log's last event,
     /// `store` where it is kept, if anywhere.
     pub(crate) fn new(
+        agent: u64,
         session: Session,
         remote: RemoteTools,
         last_seq: u64,
@@ -94,6 +97,7 @@ impl Shared {
                 recovering: false,
                 committed_messages,
             }),
+            agent,
             remote,
             hub: Mutex::new(HubSlot::Unmade(last_seq)),
             store,

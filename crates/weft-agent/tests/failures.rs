@@ -529,3 +529,32 @@ async fn a_panicking_hook_ends_the_run_in_error_and_frees_the_session() {
     assert_eq!(result.status, SessionStatus::Completed);
     assert_eq!(result.response().final_output, "fine now");
 }
+
+/// A handle is used only with the agent that made it: another agent (its own tools, store and
+/// open sessions) refuses it with an error naming the session, and changes nothing.
+#[tokio::test]
+async fn a_session_handle_of_another_agent_is_refused() {
+    let agent_a =
+        Agent::builder(weft_llm::faux::FauxProvider::new(weft_llm::faux::FauxScript::new([
+            FauxTurn::text("From A."),
+        ])))
+        .build()
+        .unwrap();
+    let agent_b =
+        Agent::builder(weft_llm::faux::FauxProvider::new(weft_llm::faux::FauxScript::new([
+            FauxTurn::text("From B."),
+        ])))
+        .build()
+        .unwrap();
+    let session = agent_a.create_session(SessionOptions::default()).await.unwrap();
+    let id = session.id();
+    let refused = agent_b.execute(&session, Input::text("hi")).await.err();
+    assert_eq!(refused, Some(weft_agent::ExecuteError::ForeignSession(id.clone())));
+    let refused = agent_b.fork_session(&session, weft_agent::ForkOptions::default()).await.err();
+    assert_eq!(refused, Some(weft_agent::AgentError::ForeignSession(id.clone())));
+    assert!(session.snapshot().messages.is_empty(), "nothing changed");
+    // Its own agent runs it.
+    let (_, result) = run(&agent_a, &session, Input::text("hi")).await;
+    assert_eq!(result.status, SessionStatus::Completed);
+    assert_eq!(session.snapshot().messages.len(), 2);
+}

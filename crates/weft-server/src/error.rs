@@ -144,6 +144,11 @@ impl From<ExecuteError> for ApiError {
                 tracing::error!("execute called outside a runtime");
                 Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error")
             }
+            // The server has one agent: a handle of another is a bug, never the caller's doing.
+            ExecuteError::ForeignSession(_) => {
+                tracing::error!(%message, "a session handle of another agent");
+                Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error")
+            }
         }
     }
 }
