@@ -1,143 +1,57 @@
 //! [`Agent`]: a provider, local tools, configuration and hooks; it creates sessions and runs
-//! them with [`Agent::execute`].
+//! them with [`Agent::execute`]. The public face of the driver (`driver.rs`), which does the
+//! work.
 
-use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
-use futures::FutureExt;
-use weft_core::{
-    AgentResponse, Input, Message, Session, SessionStatus, SessionStore, StoreError, ToolSpec,
-    now_ms,
-};
-use weft_llm::CancellationToken;
+use weft_core::{AgentResponse, Input, Session, SessionStore, ToolSpec};
 
-use crate::catalog::RemoteTools;
 use crate::config::AgentConfig;
-use crate::context::{AgentInner, NamedProvider};
+use crate::driver::Driver;
 use crate::error::{AgentError, ExecuteError};
-use crate::execute::{Emitter, ExecuteResult, ExecuteStream};
+use crate::execute::{ExecuteResult, ExecuteStream};
+use crate::fork::ForkOptions;
 use crate::identity::ProcessIdentity;
-use crate::lease::Lease;
-use crate::machine::Machine;
-use crate::modes::OPTION_MODE;
-use crate::options::{
-    OPTION_MAX_TURNS, OPTION_RUN_AFTER_SEQ, SessionOptions, session_max_turns, set_option,
-};
-use crate::run::Run;
-use crate::session::{HANDOVER_POLL, HANDOVER_WAIT, Refusal, Reloaded, SessionHandle, Shared};
+use crate::options::SessionOptions;
+use crate::session::SessionHandle;
 
 /// An agent: runs sessions against a provider with a set of local tools. Cheap to clone.
 #[derive(Clone)]
 pub struct Agent {
-    pub(crate) inner: Arc<AgentInner>,
+    pub(crate) driver: Driver,
 }
 
 impl Agent {
-    /// Whether this agent made `session` (a handle is used only with the agent that made it).
-    pub(crate) fn made(&self, session: &SessionHandle) -> bool {
-        session.shared.agent == self.inner.id
-    }
-
-    pub(crate) fn from_inner(inner: Arc<AgentInner>) -> Self {
-        Self { inner }
-    }
-
     /// The identity this agent holds its runs' leases under.
     pub fn identity(&self) -> &ProcessIdentity {
-        &self.inner.identity
-    }
-
-    /// Before the first use of the store: the leases held under this agent's stable identity
-    /// are a dead process's (the identity's lock was free when this process claimed it). They
-    /// are taken over in one step (nobody else can take them in between) and their sessions
-    /// dealt with here and now: a run is recovered, a suspended session's lease given back so
-    /// it takes answers at once. Every later call returns at once.
-    ///
-    /// Tried once: should the store fail, those leases expire by themselves. (Trying again
-    /// later could take over the leases of this process's own live runs, which share its name.)
-    pub(crate) async fn adopt_identity(&self) {
-        let inner = &self.inner;
-        let (Some(store), true) = (&inner.store, inner.identity.is_stable()) else { return };
-        inner
-            .adopted
-            .get_or_init(|| async {
-                let heir: Arc<str> =
-                    Arc::from(format!("{}/{}", inner.holder, uuid::Uuid::new_v4()));
-                let ttl = inner.config.lease_ttl;
-                let taken = match store.take_over_process_leases(&inner.holder, &heir, ttl).await {
-                    Ok(taken) => taken,
-                    Err(error) => {
-                        tracing::warn!(%error, "taking over a dead process's leases failed: they expire by themselves");
-                        return;
-                    }
-                };
-                if !taken.is_empty() {
-                    tracing::warn!(
-                        identity = %inner.holder,
-                        sessions = taken.len(),
-                        "a previous process with this identity died holding runs: recovering them now"
-                    );
-                }
-                for id in taken {
-                    let lease = Lease::held(store, &id, Arc::clone(&heir), ttl);
-                    self.take_over(&id, lease).await;
-                }
-            })
-            .await;
-    }
-
-    /// A session whose lease this process took over from a dead holder: its run is recovered
-    /// here; a session that rests (its holder died between storing the end and letting go) has
-    /// its lease given back.
-    async fn take_over(&self, id: &str, lease: Lease) {
-        let stored = match self.store().map(|store| store.load(id)) {
-            Some(load) => load.await,
-            None => return,
-        };
-        match stored {
-            Ok(Some(stored)) if stored.head.status == SessionStatus::Running => {
-                match self.adopt(stored) {
-                    Some(session) => drop(self.recover(&session, lease).await),
-                    None => lease.release().await,
-                }
-            }
-            Ok(_) => lease.release().await,
-            Err(error) => {
-                // The sweeper recovers it once the lease expires.
-                tracing::warn!(session_id = %id, %error, "loading a dead process's session failed");
-            }
-        }
+        self.driver.identity()
     }
 
     /// The agent's settings.
     pub fn config(&self) -> &AgentConfig {
-        &self.inner.config
+        self.driver.config()
     }
 
     /// The names of the providers sessions may pick, the default first.
     pub fn provider_names(&self) -> Vec<String> {
-        self.inner.providers.iter().map(|p| p.name.clone()).collect()
+        self.driver.provider_names()
     }
 
     /// The providers sessions may pick, the default first, each with the model a new session on
     /// it gets when it names none.
     pub fn provider_models(&self) -> Vec<(String, String)> {
-        let model =
-            |p: &NamedProvider| p.model.clone().unwrap_or_else(|| self.inner.config.model.clone());
-        self.inner.providers.iter().map(|p| (p.name.clone(), model(p))).collect()
+        self.driver.provider_models()
     }
 
     /// The specs of the agent's local tools.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
-        self.inner.tools.snapshot().specs().cloned().collect()
+        self.driver.tool_specs()
     }
 
     /// The agent's local tools now: each spec with the name of the source that supplies it
     /// (`agent` for the builder's own tools, `mcp:NAME` for an MCP server's).
     pub fn tool_sources(&self) -> Vec<(ToolSpec, String)> {
-        let tools = self.inner.tools.snapshot();
-        tools.iter().map(|t| (t.tool.spec().clone(), t.source.clone())).collect()
+        self.driver.tool_sources()
     }
 
     /// Creates a session (in the store, when the agent has one). Fails when a remote tool's
@@ -147,65 +61,14 @@ impl Agent {
         &self,
         options: SessionOptions,
     ) -> Result<SessionHandle, AgentError> {
-        if let Some(spec) = options.tools.iter().find(|t| !weft_core::valid_tool_name(&t.name)) {
-            return Err(AgentError::InvalidToolName { name: spec.name.clone() });
-        }
-        let id = options.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let named = match &options.provider {
-            None => None,
-            Some(name) => {
-                Some(self.inner.providers.iter().find(|p| p.name == *name).ok_or_else(|| {
-                    AgentError::UnknownProvider {
-                        name: name.clone(),
-                        allowed: self.provider_names(),
-                    }
-                })?)
-            }
-        };
-        let provider_name =
-            named.map_or_else(|| self.inner.provider.name().to_string(), |p| p.name.clone());
-        let model = options
-            .model
-            .or_else(|| named.and_then(|p| p.model.clone()))
-            .unwrap_or_else(|| self.inner.config.model.clone());
-        let mut session = Session::new(id, provider_name, model);
-        if let Some(mode) = options.mode.as_ref().filter(|m| **m != crate::Mode::React) {
-            let mode = serde_json::to_value(mode).unwrap_or_default();
-            set_option(&mut session.options, OPTION_MODE, mode);
-        }
-        if let Some(max_turns) = options.max_turns {
-            set_option(&mut session.options, OPTION_MAX_TURNS, max_turns.max(1).into());
-        }
-        session.system_prompt =
-            options.system_prompt.or_else(|| self.inner.config.system_prompt.clone());
-        session.tools = options.tools;
-        session.messages = options.messages.into();
-        session.owner = options.owner;
-        self.insert_new(session).await
-    }
-
-    /// Stores the new `session` (refused if its id is taken) and opens it.
-    pub(crate) async fn insert_new(&self, session: Session) -> Result<SessionHandle, AgentError> {
-        let remote = RemoteTools::new(&session.tools, &self.inner.tools.snapshot())?;
-        if let Some(store) = &self.inner.store {
-            store
-                .create(session.head(), session.messages.clone())
-                .await
-                .map_err(AgentError::Store)?;
-        }
-        Ok(self.register(session, remote, 0, false))
+        self.driver.create_session(options).await
     }
 
     /// Takes charge of a session kept in memory only (one this agent's store does not keep):
     /// for instance one restored by the caller. A session left `running` by a process that
     /// stopped is taken as `error`.
-    pub fn open_session(&self, mut session: Session) -> Result<SessionHandle, AgentError> {
-        let remote = RemoteTools::new(&session.tools, &self.inner.tools.snapshot())?;
-        if session.status == SessionStatus::Running {
-            session.status = SessionStatus::Error;
-        }
-        let last = session.last_event_seq;
-        Ok(self.register(session, remote, last, false))
+    pub fn open_session(&self, session: Session) -> Result<SessionHandle, AgentError> {
+        self.driver.open_session(session)
     }
 
     /// The session `id`: the one open in this process, or loaded from the store. `None` when
@@ -214,70 +77,15 @@ impl Agent {
     /// error saying the run was interrupted (replay-safe tools run again) and the run goes on
     /// from its last checkpoint here; a suspended one loads suspended and resumes normally.
     pub async fn session(&self, id: &str) -> Result<Option<SessionHandle>, AgentError> {
-        crate::deadline::ensure_sweeper(&self.inner);
-        self.adopt_identity().await;
-        if let Some(handle) = self.open_handle(id) {
-            handle.refresh_if_stale().await;
-            self.keep_recent(&handle);
-            self.recover_if_dead(&handle).await;
-            return Ok(Some(handle));
-        }
-        let Some(store) = &self.inner.store else { return Ok(None) };
-        let Some(stored) = store.load(id).await.map_err(AgentError::Store)? else {
-            return Ok(None);
-        };
-        // Another task may have loaded it meanwhile: one handle per session.
-        if let Some(handle) = self.open_handle(id) {
-            self.keep_recent(&handle);
-            return Ok(Some(handle));
-        }
-        let handle = self.register_stored(stored)?;
-        self.recover_if_dead(&handle).await;
-        Ok(Some(handle))
-    }
-
-    /// A session `running` in the store with no run of this process: when nobody holds its
-    /// lease (its process died), its run is recovered here.
-    async fn recover_if_dead(&self, handle: &SessionHandle) {
-        let Some(store) = &self.inner.store else { return };
-        let id = {
-            let state = handle.lock();
-            if state.run.is_some() || state.session.status != SessionStatus::Running {
-                return;
-            }
-            state.session.id.clone()
-        };
-        let ttl = self.inner.config.lease_ttl;
-        if let Ok(Some(lease)) = Lease::acquire(store, &id, &self.inner.holder, ttl).await {
-            drop(self.recover(handle, lease).await);
-        }
-    }
-
-    /// A handle for a session just loaded from the store.
-    pub(crate) fn register_stored(
-        &self,
-        stored: weft_core::StoredSession,
-    ) -> Result<SessionHandle, AgentError> {
-        let last_seq = stored.last_seq;
-        let session = Session::from_stored(stored);
-        let remote = RemoteTools::new(&session.tools, &self.inner.tools.snapshot())?;
-        Ok(self.register(session, remote, last_seq, true))
-    }
-
-    /// The sessions open in this process.
-    pub(crate) fn open_sessions(&self) -> Vec<SessionHandle> {
-        let open = self.inner.open.lock().unwrap_or_else(|e| e.into_inner());
-        open.values().filter_map(Weak::upgrade).map(|shared| SessionHandle { shared }).collect()
-    }
-
-    /// The session `id` if it is open in this process.
-    pub(crate) fn open_sessions_with_id(&self, id: &str) -> Option<SessionHandle> {
-        self.open_handle(id)
+        // From the first session loaded on (an agent built outside a runtime could not start
+        // its sweeper then).
+        crate::deadline::ensure_sweeper(&self.driver.inner);
+        self.driver.session(id).await
     }
 
     /// The agent's store, if it has one.
     pub fn store(&self) -> Option<&Arc<dyn SessionStore>> {
-        self.inner.store.as_ref()
+        self.driver.store()
     }
 
     /// The heads of the sessions in `scope`, most recently updated first (at most `limit`): from
@@ -287,18 +95,7 @@ impl Agent {
         scope: weft_core::OwnerScope<'_>,
         limit: usize,
     ) -> Result<Vec<weft_core::SessionHead>, AgentError> {
-        if let Some(store) = &self.inner.store {
-            return store.list_sessions(scope, limit).await.map_err(AgentError::Store);
-        }
-        let mut heads: Vec<_> = self
-            .open_sessions()
-            .into_iter()
-            .map(|s| s.lock().session.head())
-            .filter(|h| scope.admits(h.owner.as_deref()))
-            .collect();
-        heads.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
-        heads.truncate(limit);
-        Ok(heads)
+        self.driver.list_sessions(scope, limit).await
     }
 
     /// Deletes a session in `scope` with everything it has; says whether there was one. A
@@ -308,67 +105,7 @@ impl Agent {
         id: &str,
         scope: weft_core::OwnerScope<'_>,
     ) -> Result<bool, AgentError> {
-        let open = self.open_handle(id);
-        if let Some(session) = &open {
-            if !scope.admits(session.lock().session.owner.as_deref()) {
-                return Ok(false);
-            }
-            session.abort().await;
-            let mut registry = self.inner.open.lock().unwrap_or_else(|e| e.into_inner());
-            registry.remove(id);
-            drop(registry);
-            self.inner.recent.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
-        }
-        match &self.inner.store {
-            Some(store) => store.delete_session(id, scope).await.map_err(AgentError::Store),
-            None => Ok(open.is_some()),
-        }
-    }
-
-    /// This process's name as a lease holder.
-    pub(crate) fn holder(&self) -> &Arc<str> {
-        &self.inner.holder
-    }
-
-    fn open_handle(&self, id: &str) -> Option<SessionHandle> {
-        let open = self.inner.open.lock().unwrap_or_else(|e| e.into_inner());
-        open.get(id).and_then(Weak::upgrade).map(|shared| SessionHandle { shared })
-    }
-
-    /// The handle of `session`, open from now on. `loaded`: it comes from the store, and a
-    /// handle another task opened for it meanwhile is kept instead.
-    fn register(
-        &self,
-        session: Session,
-        remote: RemoteTools,
-        last_seq: u64,
-        loaded: bool,
-    ) -> SessionHandle {
-        let id = session.id.clone();
-        let shared =
-            Shared::new(self.inner.id, session, remote, last_seq, self.inner.store.clone());
-        let mut open = self.inner.open.lock().unwrap_or_else(|e| e.into_inner());
-        if loaded && let Some(kept) = open.get(&id).and_then(Weak::upgrade) {
-            // Loaded twice at once (a request and the sweeper): one handle per session, the
-            // first one, whose run (a recovery) may have started already.
-            drop(open);
-            let handle = SessionHandle { shared: kept };
-            self.keep_recent(&handle);
-            return handle;
-        }
-        open.retain(|_, weak| weak.strong_count() > 0);
-        open.insert(id, Arc::downgrade(&shared));
-        drop(open);
-        let handle = SessionHandle { shared };
-        self.keep_recent(&handle);
-        handle
-    }
-
-    /// Keeps `session` open as one of the most recently used ([`AgentConfig::keep_open`]).
-    fn keep_recent(&self, session: &SessionHandle) {
-        let id = session.id();
-        let mut recent = self.inner.recent.lock().unwrap_or_else(|e| e.into_inner());
-        recent.touch(&id, &session.shared, self.inner.config.keep_open);
+        self.driver.delete_session(id, scope).await
     }
 
     /// Starts a run of `session` on `input`: a user message starts a new run, tool results or
@@ -387,296 +124,10 @@ impl Agent {
         input: impl Into<Input>,
     ) -> Result<ExecuteStream, ExecuteError> {
         tokio::runtime::Handle::try_current().map_err(|_| ExecuteError::NoRuntime)?;
-        if !self.made(session) {
-            return Err(ExecuteError::ForeignSession(session.id()));
-        }
-        // A start runs to its end even if its caller goes away (an HTTP client disconnecting
-        // drops the handler's future): dropped half-way, it would leave the handle marked
-        // running by a run that never began, refusing every later input.
-        let (agent, session, input) = (self.clone(), session.clone(), input.into());
-        match tokio::spawn(async move { agent.execute_here(&session, input).await }).await {
-            Ok(started) => started,
-            Err(join) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
-            // The runtime is shutting down.
-            Err(_) => Err(ExecuteError::NoRuntime),
-        }
-    }
-
-    /// [`execute`](Self::execute), in the task that cannot be dropped half-way.
-    async fn execute_here(
-        &self,
-        session: &SessionHandle,
-        mut input: Input,
-    ) -> Result<ExecuteStream, ExecuteError> {
-        crate::deadline::ensure_sweeper(&self.inner);
-        self.adopt_identity().await;
-        // Only a store's lease can be held by another process's ending run.
-        let mut deadline = self.inner.store.is_some().then(|| Instant::now() + HANDOVER_WAIT);
-        loop {
-            let spare = deadline.map(|_| input.clone());
-            match self.start(session, input).await {
-                Ok(stream) => return Ok(stream),
-                Err(Refusal::Error(error)) => return Err(error),
-                Err(Refusal::Recovering) => match spare {
-                    // The input goes in once the recovery has ended, whatever it took.
-                    Some(again) => {
-                        session.wait_recovered().await;
-                        input = again;
-                        deadline = Some(Instant::now() + HANDOVER_WAIT);
-                    }
-                    None => return Err(ExecuteError::AlreadyRunning(session.id())),
-                },
-                Err(Refusal::HeldWhileResting) => match (spare, deadline) {
-                    (Some(again), Some(until)) if Instant::now() < until => {
-                        tokio::time::sleep(HANDOVER_POLL).await;
-                        input = again;
-                    }
-                    _ => return Err(ExecuteError::AlreadyRunning(session.id())),
-                },
-            }
-        }
-    }
-
-    /// One attempt of [`execute`](Self::execute).
-    async fn start(&self, session: &SessionHandle, input: Input) -> Result<ExecuteStream, Refusal> {
-        session.wait_while_ending().await;
-        session.refresh_if_stale().await;
-        self.keep_recent(session);
-        let config = &self.inner.config;
-        let cancel = CancellationToken::new();
-        let input_message;
-        let hub = session.hub();
-        let (machine, first, start_len, session_id, run_id, commit, state_before, before) = {
-            let mut state = session.lock();
-            // `run` is set until the last run has published its end.
-            if state.session.status == SessionStatus::Running || state.run.is_some() {
-                if state.run.is_some() && state.recovering {
-                    return Err(Refusal::Recovering);
-                }
-                return Err(ExecuteError::AlreadyRunning(state.session.id.clone()).into());
-            }
-            if state.stale {
-                // The last run's end never reached the store, and the store cannot be read to
-                // say what the session is now: nothing starts from a state it does not have.
-                return Err(ExecuteError::Store(StoreError::backend(
-                    "the session's last run ended without its end being stored, and the store \
-                     cannot be read to reload it",
-                ))
-                .into());
-            }
-            let max_turns = session_max_turns(&state.session.options).unwrap_or(config.max_turns);
-            let mode = crate::Mode::of_options(&state.session.options);
-            let mut machine =
-                Machine::with_mode(max_turns, millis(config.remote_tool_timeout), mode);
-            let start_len = state.session.messages.len();
-            let tools = self.inner.tools.snapshot();
-            let is_message = matches!(input, Input::User(_));
-            // What this process held, put back if the start is refused and the store cannot
-            // say what the session is now.
-            let before = self.inner.store.is_some().then(|| state.session.clone());
-            let run_id = uuid::Uuid::new_v4().to_string();
-            let state_before = Machine::mode_state(&state.session);
-            let first = machine.begin(
-                &mut state.session,
-                input,
-                |name| tools.get(name).is_some(),
-                now_ms(),
-                run_id.clone(),
-            )?;
-            // A user message is emitted as the run's first message (the log's own, at its
-            // position); tool results are emitted when their turn completes.
-            input_message = is_message
-                .then(|| state.session.messages.shared().get(start_len).cloned())
-                .flatten()
-                .map(|message| (message, start_len as u64));
-            state.session.status = SessionStatus::Running;
-            // Where this execution's events start, committed with its start.
-            set_option(&mut state.session.options, OPTION_RUN_AFTER_SEQ, hub.last_seq().into());
-            state.run = Some(cancel.clone());
-            let commit = session.shared.store.is_some().then(|| state.prepare_commit());
-            let id = state.session.id.clone();
-            (machine, first, start_len, id, run_id, commit, state_before, before)
-        };
-        let mut lease = None;
-        if let (Some(store), Some(commit)) = (&self.inner.store, commit) {
-            // The lease first, then the commit that says `running`: a session is never seen
-            // running without a holder.
-            let refused = match Lease::acquire(
-                store,
-                &session_id,
-                &self.inner.holder,
-                config.lease_ttl,
-            )
-            .await
-            {
-                Ok(Some(held)) => {
-                    lease = Some(held);
-                    None
-                }
-                Ok(None) => {
-                    // Another process runs (or is starting) the session's run, or has just
-                    // ended it and not yet let go.
-                    return Err(match session.reload_or_restore(before).await {
-                        Reloaded::Resting => Refusal::HeldWhileResting,
-                        Reloaded::Running | Reloaded::Unknown => {
-                            ExecuteError::AlreadyRunning(session_id).into()
-                        }
-                    });
-                }
-                Err(error) => Some(error),
-            };
-            let refused = match refused {
-                Some(error) => Some(error),
-                None => session.apply(commit).await.err(),
-            };
-            if let Some(error) = refused {
-                if let Some(lease) = lease.take() {
-                    lease.release().await;
-                }
-                // The session changed elsewhere, or the store failed: nothing starts, and what
-                // this process holds is reloaded from the store.
-                let running = session.reload_or_restore(before).await == Reloaded::Running;
-                return Err(match error {
-                    StoreError::Conflict { .. } if running => {
-                        ExecuteError::AlreadyRunning(session_id)
-                    }
-                    other => ExecuteError::Store(other),
-                }
-                .into());
-            }
-        }
-        let launch = Launch {
-            machine,
-            first,
-            input_message,
-            start_len,
-            run_id,
-            cancel,
-            lease,
-            state_before,
-            recovers: None,
-        };
-        Ok(self.launch(session, launch))
-    }
-
-    /// Starts the run task of a run whose start is recorded (and, with a store, committed), and
-    /// returns its stream.
-    fn launch(&self, session: &SessionHandle, launch: Launch) -> ExecuteStream {
-        let Launch {
-            machine,
-            first,
-            input_message,
-            start_len,
-            run_id,
-            cancel,
-            lease,
-            state_before,
-            recovers,
-        } = launch;
-        let session_id = session.id();
-        let hub = session.hub();
-        hub.start_run();
-        let after_seq = hub.last_seq();
-        let events = hub.subscribe(after_seq, true);
-        let (result_tx, result_rx) = tokio::sync::oneshot::channel();
-        let mut run = Run::new(
-            self.inner.clone(),
-            session.clone(),
-            machine,
-            Emitter::new(hub, &run_id),
-            cancel.clone(),
-            start_len,
-        );
-        run.set_state_before(state_before);
-        run.set_recovers(recovers);
-        if let Some(lease) = &lease {
-            lease.keep(cancel.clone());
-            lease.watch_abort(&run_id, self.inner.config.abort_poll, cancel.clone());
-        }
-        // Released by the run itself, before the session takes new input: a late release
-        // would take the next run's lease (same holder) away.
-        run.set_lease(lease);
-        tokio::spawn(async move {
-            let mut run = run;
-            // A panic in a hook or a provider must not leave the session `running` forever, nor
-            // a stream without its end.
-            let outcome = AssertUnwindSafe(run.drive(input_message, first)).catch_unwind().await;
-            let result = match outcome {
-                Ok(result) => result,
-                Err(panic) => {
-                    let panic = crate::calls::panic_message(&*panic);
-                    // Boxed: inline, this rare path's state machine would sit beside the one
-                    // of `drive` in every run task (5.6 KiB with it, 3.4 KiB without).
-                    Box::pin(run.end_after_panic(panic)).await
-                }
-            };
-            let _ = result_tx.send(result);
-        });
-        ExecuteStream::new(session_id, after_seq, events, result_rx, cancel)
-    }
-
-    /// Takes over a run whose process died (the session is `running` in the store, and this
-    /// process holds its lease now): it goes on from its last checkpoint
-    /// ([`Machine::begin_recovery`]): calls left running are answered with an error saying the
-    /// run was interrupted, replay-safe ones run again, and the mode carries on.
-    ///
-    /// `None` (and the lease given back) when a run of this process has the session already:
-    /// the handle is claimed under its lock, so one dead run is never recovered twice.
-    pub(crate) async fn recover(
-        &self,
-        session: &SessionHandle,
-        lease: Lease,
-    ) -> Option<ExecuteStream> {
-        let config = &self.inner.config;
-        let cancel = CancellationToken::new();
-        let after_seq = session.hub().last_seq();
-        let claimed = {
-            let mut state = session.lock();
-            if state.run.is_some() || state.session.status != SessionStatus::Running {
-                None
-            } else {
-                let max_turns =
-                    session_max_turns(&state.session.options).unwrap_or(config.max_turns);
-                let mode = crate::Mode::of_options(&state.session.options);
-                let mut machine =
-                    Machine::with_mode(max_turns, millis(config.remote_tool_timeout), mode);
-                set_option(&mut state.session.options, OPTION_RUN_AFTER_SEQ, after_seq.into());
-                let start_len = state.session.messages.len();
-                let tools = self.inner.tools.snapshot();
-                let replay_safe =
-                    |name: &str| tools.get(name).is_some_and(|t| t.tool.replay_safe());
-                let state_before = Machine::mode_state(&state.session);
-                let first = machine.begin_recovery(&mut state.session, replay_safe, now_ms());
-                let run_id = uuid::Uuid::new_v4().to_string();
-                let mut recovers = None;
-                if let Some(run) = state.session.run.as_mut() {
-                    // The dead execution's answer is known by the run's first execution's id.
-                    let dead = std::mem::replace(&mut run.run_id, run_id.clone());
-                    let first = run.first_run_id.get_or_insert(dead);
-                    recovers = Some(first.clone());
-                }
-                state.run = Some(cancel.clone());
-                state.recovering = true;
-                Some((machine, first, start_len, run_id, state_before, recovers))
-            }
-        };
-        let Some((machine, first, start_len, run_id, state_before, recovers)) = claimed else {
-            lease.release().await;
-            return None;
-        };
-        tracing::warn!(session_id = %session.id(), "recovering a run whose process stopped");
-        let launch = Launch {
-            machine,
-            first,
-            input_message: None,
-            start_len,
-            run_id,
-            cancel,
-            lease: Some(lease),
-            state_before,
-            recovers,
-        };
-        Some(self.launch(session, launch))
+        // Deadlines and dead runs are watched from the first run on (an agent built outside a
+        // runtime could not start its sweeper then).
+        crate::deadline::ensure_sweeper(&self.driver.inner);
+        self.driver.execute(session, input).await
     }
 
     /// Runs `input` to the end without streaming and returns the step trace and final answer
@@ -686,27 +137,17 @@ impl Agent {
         session: &SessionHandle,
         input: impl Into<Input>,
     ) -> Result<(AgentResponse, ExecuteResult), ExecuteError> {
-        let result = self.execute(session, input).await?.result().await;
-        Ok((result.response(), result))
+        self.driver.respond(session, input).await
     }
-}
 
-pub(crate) fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// What [`Agent::launch`] starts a run task with.
-struct Launch {
-    machine: Machine,
-    first: crate::machine::Progress,
-    /// The user message that starts the run, with its position in the log.
-    input_message: Option<(Arc<Message>, u64)>,
-    start_len: usize,
-    run_id: String,
-    cancel: CancellationToken,
-    lease: Option<Lease>,
-    /// The run's state before the input (or the recovery) was applied.
-    state_before: serde_json::Value,
-    /// For a recovery: the id of the run whose answer it completes.
-    recovers: Option<String>,
+    /// A new session whose conversation is the first `at_message` messages of `parent`'s, with
+    /// its provider, model, system prompt, tools, mode, limits and owner, linked to it
+    /// ([`forked_from`](crate::forked_from)). The parent is not changed. Its usage and cost start at zero.
+    pub async fn fork_session(
+        &self,
+        parent: &SessionHandle,
+        options: ForkOptions,
+    ) -> Result<SessionHandle, AgentError> {
+        self.driver.fork_session(parent, options).await
+    }
 }

@@ -11,6 +11,7 @@ use crate::agent::Agent;
 use crate::catalog::ToolCatalog;
 use crate::config::{AgentConfig, AgentHooks, ApprovalPolicy, NoHooks};
 use crate::context::{AgentInner, NamedProvider, Recent};
+use crate::driver::Driver;
 use crate::error::AgentError;
 use crate::identity::ProcessIdentity;
 use crate::tool::{Tool, ToolSource};
@@ -208,7 +209,7 @@ impl AgentBuilder {
         }
         let identity = self.identity.unwrap_or_else(ProcessIdentity::ephemeral);
         let agent = Agent {
-            inner: Arc::new(AgentInner {
+            driver: Driver::new(Arc::new(AgentInner {
                 id: crate::context::next_agent_id(),
                 provider: self.provider,
                 providers,
@@ -224,13 +225,13 @@ impl AgentBuilder {
                 sweep_now: Arc::new(tokio::sync::Notify::new()),
                 open: Mutex::new(HashMap::new()),
                 recent: Mutex::new(Recent::default()),
-            }),
+            })),
         };
         // Built within a runtime (a server starting): the sweeper starts now, so deadlines that
         // passed and runs that died while no process ran are handled without waiting for a
         // request. Otherwise it starts with the first session.
         if tokio::runtime::Handle::try_current().is_ok() {
-            crate::deadline::ensure_sweeper(&agent.inner);
+            crate::deadline::ensure_sweeper(&agent.driver.inner);
         }
         Ok(agent)
     }

@@ -16,10 +16,10 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use weft_core::{CallState, Input, SessionStatus, StoredSession, ToolResultMessage, now_ms};
+use weft_core::{CallState, Input, SessionStatus, ToolResultMessage, now_ms};
 
-use crate::agent::Agent;
 use crate::context::AgentInner;
+use crate::driver::Driver;
 use crate::lease::Lease;
 use crate::session::SessionHandle;
 
@@ -41,7 +41,7 @@ async fn sweep(agent: Weak<AgentInner>, wake: Arc<tokio::sync::Notify>) {
         notified.as_mut().enable();
         let wait = {
             let Some(inner) = agent.upgrade() else { return };
-            Agent::from_inner(inner).sweep_once().await
+            Driver::new(inner).sweep_once().await
         };
         tokio::select! {
             _ = notified => {}
@@ -50,7 +50,7 @@ async fn sweep(agent: Weak<AgentInner>, wake: Arc<tokio::sync::Notify>) {
     }
 }
 
-impl Agent {
+impl Driver {
     /// One sweep; returns how long to sleep before the next.
     async fn sweep_once(&self) -> Duration {
         self.adopt_identity().await;
@@ -116,20 +116,10 @@ impl Agent {
             _ => {}
         }
     }
-
-    /// The handle of a session the store has just given: the one open here (brought up to
-    /// date unless a run of this process is using it), or a new one. `None` when a run of this
-    /// process holds it, or its tools no longer fit the agent's.
-    pub(crate) fn adopt(&self, stored: StoredSession) -> Option<SessionHandle> {
-        if let Some(open) = self.open_sessions_with_id(&stored.head.id) {
-            return open.replace(stored).then_some(open);
-        }
-        self.register_stored(stored).ok()
-    }
 }
 
 /// Answers the session's remote calls past their deadline with error results, resuming the run.
-async fn expire(agent: &Agent, session: &SessionHandle) {
+async fn expire(agent: &Driver, session: &SessionHandle) {
     let now = now_ms();
     let expired: Vec<ToolResultMessage> = {
         let state = session.lock();

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use weft_core::{AssistantContent, Message, Session, SessionStatus, now_ms};
 
-use crate::agent::Agent;
+use crate::driver::Driver;
 use crate::error::{AgentError, ExecuteError};
 use crate::options::{OPTION_RUN_AFTER_SEQ, remove_option, set_option};
 use crate::session::SessionHandle;
@@ -93,11 +93,9 @@ fn check_cut(session: &Session, at: usize) -> Result<(), String> {
     }
 }
 
-impl Agent {
-    /// A new session whose conversation is the first `at_message` messages of `parent`'s, with
-    /// its provider, model, system prompt, tools, mode, limits and owner, linked to it
-    /// ([`forked_from`]). The parent is not changed. Its usage and cost start at zero.
-    pub async fn fork_session(
+impl Driver {
+    /// What [`Agent::fork_session`](crate::Agent::fork_session) does.
+    pub(crate) async fn fork_session(
         &self,
         parent: &SessionHandle,
         options: ForkOptions,

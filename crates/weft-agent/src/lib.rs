@@ -35,6 +35,7 @@ mod config;
 mod content;
 mod context;
 mod deadline;
+mod driver;
 mod error;
 mod execute;
 mod fork;
