@@ -346,7 +346,7 @@ fn cors(origins: &[String]) -> CorsLayer {
         .expose_headers([
             HeaderName::from_static("x-session-id"),
             HeaderName::from_static("x-run-id"),
-            HeaderName::from_static("x-vercel-ai-ui-message-stream"),
+            HeaderName::from_static(weft_protocol::vercel::HEADER.0),
         ]);
     if origins.iter().any(|o| o == "*") {
         return layer.allow_origin(AllowOrigin::any());

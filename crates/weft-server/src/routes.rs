@@ -54,7 +54,8 @@ fn stream_response(
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     if format.protocol == weft_protocol::Protocol::Vercel {
-        headers.insert("x-vercel-ai-ui-message-stream", HeaderValue::from_static("v1"));
+        let (name, value) = weft_protocol::vercel::HEADER;
+        headers.insert(name, HeaderValue::from_static(value));
     }
     if let Ok(value) = HeaderValue::from_str(session_id) {
         headers.insert("x-session-id", value);
