@@ -36,7 +36,7 @@ use clap::{ArgAction, Args, Parser, Subcommand};
 use futures::{FutureExt, Stream, StreamExt};
 use weft_agent::{
     Agent, AgentBuilder, AgentError, DEFAULT_MAX_TURNS, ExecuteError, ExecuteResult, SessionHandle,
-    SessionOptions,
+    RunOutcome, SessionOptions, TurnLimit,
 };
 use weft_core::store::SessionHead;
 use weft_core::{EventRecord, Input, SessionStatus, SessionStore, ToolCall};
@@ -1043,7 +1043,9 @@ fn outcome(result: &ExecuteResult, signal: Option<Signal>, max_turns: u32) -> Re
             error.unwrap_or("unknown error")
         ))),
         // A mode's bound of model calls names itself.
-        SessionStatus::MaxTurns if error.is_some_and(|e| e.contains("maxModelCalls")) => {
+        SessionStatus::MaxTurns
+            if matches!(result.outcome, RunOutcome::MaxTurns { limit: TurnLimit::ModelCalls }) =>
+        {
             Err(Failure::run(format!("run stopped: {}", error.unwrap_or_default())))
         }
         SessionStatus::MaxTurns => {
@@ -1104,6 +1106,7 @@ mod tests {
         ExecuteResult {
             session_id: "s".into(),
             status,
+            outcome: RunOutcome::from_status(status, error),
             messages: vec![],
             pending_tool_calls: vec![],
             pending_approvals: vec![],
