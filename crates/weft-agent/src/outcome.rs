@@ -232,7 +232,11 @@ impl Ending {
         } else {
             match status {
                 SessionStatus::MaxTurns => RunOutcome::MaxTurns {
-                    limit: if self.mode_bound { TurnLimit::ModelCalls } else { TurnLimit::MaxTurns },
+                    limit: if self.mode_bound {
+                        TurnLimit::ModelCalls
+                    } else {
+                        TurnLimit::MaxTurns
+                    },
                 },
                 SessionStatus::Error | SessionStatus::Idle | SessionStatus::Running => {
                     let (kind, message) = self.failure.take().unwrap_or_else(|| {
