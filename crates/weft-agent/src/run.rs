@@ -131,14 +131,13 @@ impl Run {
         let mut progress = first;
         let status = loop {
             if let Some(error) = progress.error.take() {
-                // Only the mode says why a run ends (the machine's own failures are the model's,
-                // recorded where the call was made).
-                match progress.next {
-                    Next::Finish(status) | Next::Suspend(status) => {
-                        self.ending.mode_ended(status, error);
-                    }
-                    _ => self.ending.mode_ended(SessionStatus::Running, error),
-                }
+                // Why the mode ends the run (its bound, a refused plan, every path failed). A
+                // failed scratch call's words come here too: recorded as the model's already.
+                let status = match progress.next {
+                    Next::Finish(status) | Next::Suspend(status) => status,
+                    _ => SessionStatus::Running,
+                };
+                self.ending.mode_ended(status, error);
             }
             let events = std::mem::take(&mut progress.events);
             if let Some(done) = progress.completed.take() {
