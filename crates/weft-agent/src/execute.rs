@@ -21,6 +21,7 @@ use weft_core::{
 use weft_llm::CancellationToken;
 
 use crate::hub::{Draft, Hub};
+use crate::outcome::{FailureKind, RunOutcome};
 
 /// One event and its sequence number in the session.
 pub type Sequenced = (u64, AgentEvent);
@@ -31,13 +32,19 @@ pub(crate) const BATCH: usize = 256;
 const KEEP_DRAFTS: usize = 16;
 
 /// What a run did.
+///
+/// Its JSON has every field camelCase; `outcome` may be missing from JSON written before it
+/// existed, and is then rebuilt from `status` and `error` ([`RunOutcome::from_status`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", from = "ExecuteResultJson")]
 pub struct ExecuteResult {
     /// The session.
     pub session_id: String,
     /// How the run ended.
     pub status: SessionStatus,
+    /// How the run ended, as a type to match on: which end it was, and what failed. It agrees
+    /// with `status` and `error`, and is decided in the same place.
+    pub outcome: RunOutcome,
     /// The messages the run added, in order.
     pub messages: Vec<Message>,
     /// Calls waiting for remote results (status `awaiting_tool_execution`).
@@ -54,6 +61,45 @@ pub struct ExecuteResult {
     /// What went wrong, when the status is `error`, `aborted` or `max_turns`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// [`ExecuteResult`] as JSON may have it: `outcome` missing from JSON written before it
+/// existed.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecuteResultJson {
+    session_id: String,
+    status: SessionStatus,
+    #[serde(default)]
+    outcome: Option<RunOutcome>,
+    messages: Vec<Message>,
+    pending_tool_calls: Vec<ToolCall>,
+    pending_approvals: Vec<ToolCall>,
+    usage: Usage,
+    cost: Cost,
+    steps: Vec<AgentStep>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+impl From<ExecuteResultJson> for ExecuteResult {
+    fn from(json: ExecuteResultJson) -> Self {
+        let outcome = json
+            .outcome
+            .unwrap_or_else(|| RunOutcome::from_status(json.status, json.error.as_deref()));
+        Self {
+            session_id: json.session_id,
+            status: json.status,
+            outcome,
+            messages: json.messages,
+            pending_tool_calls: json.pending_tool_calls,
+            pending_approvals: json.pending_approvals,
+            usage: json.usage,
+            cost: json.cost,
+            steps: json.steps,
+            error: json.error,
+        }
+    }
 }
 
 impl ExecuteResult {
@@ -137,18 +183,20 @@ impl ExecuteStream {
     /// never waits for them).
     pub async fn result(self) -> ExecuteResult {
         let Self { session_id, result, .. } = self;
+        const LOST: &str = "the run ended without a result (its task was cancelled)";
         match result.await {
             Ok(result) => result,
             Err(_) => ExecuteResult {
                 session_id,
                 status: SessionStatus::Error,
+                outcome: RunOutcome::Failed { kind: FailureKind::Lost, message: LOST.into() },
                 messages: Vec::new(),
                 pending_tool_calls: Vec::new(),
                 pending_approvals: Vec::new(),
                 usage: Usage::default(),
                 cost: Cost::default(),
                 steps: Vec::new(),
-                error: Some("the run ended without a result (its task was cancelled)".into()),
+                error: Some(LOST.into()),
             },
         }
     }

@@ -46,6 +46,7 @@ mod lease;
 mod machine;
 mod modes;
 mod options;
+mod outcome;
 mod run;
 mod session;
 pub mod tool;
@@ -70,6 +71,7 @@ pub use options::{
     ABORT_NAMESPACE, OPTION_MAX_TURNS, OPTION_RUN_AFTER_SEQ, SessionOptions, run_after_seq,
     session_max_turns,
 };
+pub use outcome::{Awaiting, FailureKind, RunOutcome, TurnLimit};
 pub use session::SessionHandle;
 pub use tool::{
     CancellationToken, DEFAULT_MAX_OUTPUT, FnTool, StaticTools, Tool, ToolContext, ToolError,

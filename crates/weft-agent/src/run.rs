@@ -27,6 +27,7 @@ use crate::execute::{Emitter, ExecuteResult};
 use crate::graph::{GraphMsg, GraphNodeRun};
 use crate::machine::{CompletedTurn, Disposition, Machine, Next, Progress, ToolOutcome};
 use crate::modes::got::{NodeOutcome, Ready};
+use crate::outcome::{Ending, FailureKind};
 use crate::session::SessionHandle;
 use crate::tool::{ToolContext, ToolError, ToolEvent, ToolOutput};
 
@@ -51,7 +52,8 @@ pub(crate) struct Run {
     cancel: CancellationToken,
     start_len: usize,
     session_id: String,
-    error: Option<String>,
+    /// What decided the run's end so far: its result's `outcome` and `error`.
+    ending: Ending,
     /// The run's lease, when a store keeps the session.
     lease: Option<crate::lease::Lease>,
     /// Checkpoints taken and not stored yet (stored at the next boundary).
@@ -82,7 +84,7 @@ impl Run {
             cancel,
             start_len,
             session_id,
-            error: None,
+            ending: Ending::default(),
             lease: None,
             checkpoints: Vec::new(),
             last_checkpoint: None,
@@ -129,7 +131,13 @@ impl Run {
         let mut progress = first;
         let status = loop {
             if let Some(error) = progress.error.take() {
-                self.error.get_or_insert(error);
+                // Why the mode ends the run (its bound, a refused plan, every path failed). A
+                // failed scratch call's words come here too: recorded as the model's already.
+                let status = match progress.next {
+                    Next::Finish(status) | Next::Suspend(status) => status,
+                    _ => SessionStatus::Running,
+                };
+                self.ending.mode_ended(status, error);
             }
             let events = std::mem::take(&mut progress.events);
             if let Some(done) = progress.completed.take() {
@@ -188,22 +196,8 @@ impl Run {
         }
         if let Some(error) = failure {
             tracing::error!(session_id = %self.session_id, %error, "the session store failed: the run stops");
-            self.store_failed(&error);
+            self.ending.store_failed(&error);
             self.cancel.cancel();
-        }
-    }
-
-    /// The run's result says the store failed it (after any other error it had: a caller must
-    /// learn that the end is not durable even when the run also failed for another reason).
-    fn store_failed(&mut self, error: &dyn std::fmt::Display) {
-        const FAILED: &str = "the session store failed";
-        match &mut self.error {
-            None => self.error = Some(format!("{FAILED}: {error}")),
-            Some(text) if !text.contains(FAILED) => {
-                use std::fmt::Write as _;
-                let _ = write!(text, "; {FAILED}: {error}");
-            }
-            Some(_) => {}
         }
     }
 
@@ -211,11 +205,10 @@ impl Run {
     /// reports it (suspension events, `session_end`, the result), then the events are persisted
     /// and the session takes new input.
     async fn finish(&mut self, status: SessionStatus) -> ExecuteResult {
-        if status == SessionStatus::MaxTurns && self.error.is_none() {
-            self.error = Some(format!(
-                "the run stopped after {} model calls (max_turns)",
-                self.machine.max_turns()
-            ));
+        if status == SessionStatus::MaxTurns {
+            let max_turns = self.machine.max_turns();
+            self.ending
+                .max_turns(|| format!("the run stopped after {max_turns} model calls (max_turns)"));
         }
         let (messages, mut pending_tool_calls, mut pending_approvals, steps) = {
             let mut state = self.session.lock();
@@ -281,7 +274,7 @@ impl Run {
             // This process's watchers have the events all the same; the store may miss them, and
             // the caller is told so: this end is not durable.
             tracing::error!(session_id = %self.session_id, %error, "persisting the run's events failed");
-            self.store_failed(&error);
+            self.ending.store_failed(&error);
         }
         if let Some(lease) = self.lease.take() {
             lease.release().await;
@@ -301,16 +294,19 @@ impl Run {
             // Its deadlines are the sweeper's to watch.
             self.agent.sweep_now.notify_one();
         }
+        // The outcome and the error text come from one record: they always agree.
+        let (outcome, error) = self.ending.take(status);
         ExecuteResult {
             session_id: self.session_id.clone(),
             status,
+            outcome,
             messages: messages.iter().map(|m| Message::clone(m)).collect(),
             pending_tool_calls,
             pending_approvals,
             usage,
             cost,
             steps,
-            error: self.error.take(),
+            error,
         }
     }
 
@@ -330,13 +326,7 @@ impl Run {
              session goes on from its last stored state"
         );
         self.emitter.emit(AgentEvent::Error { error: text.clone(), message: None });
-        match &mut self.error {
-            Some(earlier) => {
-                use std::fmt::Write as _;
-                let _ = write!(earlier, "; {text}");
-            }
-            None => self.error = Some(text),
-        }
+        self.ending.end_not_kept(reached, text);
         let mut state = self.session.lock();
         state.stale = true;
         state.session.status = SessionStatus::Error;
@@ -354,7 +344,7 @@ impl Run {
             let mut state = self.session.lock();
             Machine::new(1, 0).abort(&mut state.session, now_ms());
         }
-        self.error = Some(error.clone());
+        self.ending.failed(FailureKind::Panic, error.clone());
         self.emitter.emit(AgentEvent::Error { error, message: None });
         let mut result = self.finish(SessionStatus::Error).await;
         // Steps of a run that panicked are not trustworthy; its usage is in its messages.
@@ -505,7 +495,7 @@ impl Run {
             );
         }
         if let Some(error) = &failure {
-            self.error = Some(error.clone());
+            self.ending.failed(FailureKind::Model, error.clone());
             let (message, span) = match logged {
                 Some((message, position)) => (Some(message), Some(MessageSpan::one(position))),
                 None => (None, None),
@@ -577,6 +567,8 @@ impl Run {
         let shared = Arc::new(Message::Assistant(message.clone()));
         self.emitter.emit(AgentEvent::MessageEnd { message: Arc::clone(&shared) });
         if let Some(error) = &failure {
+            // The machine ends the run with this text too (the first failure is the run's).
+            self.ending.failed_first(FailureKind::Model, error.clone());
             self.emitter.emit(AgentEvent::Error { error: error.clone(), message: Some(shared) });
         }
         let id = node_id.clone();

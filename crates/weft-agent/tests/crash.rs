@@ -149,6 +149,8 @@ enum Fact {
         /// Whether the session's last messages are the ones the result lists.
         tail_matches: bool,
         error: Option<String>,
+        /// Whether the run said its end is stored ([`weft_agent::RunOutcome::is_durable`]).
+        durable: bool,
     },
 }
 
@@ -452,6 +454,7 @@ async fn drive(agent: Agent, id: String, report: Arc<Report>, seed: u64) {
             first_seq: first_seq.unwrap_or(0),
             end_seq,
             tail_matches,
+            durable: result.outcome.is_durable(),
             error: result.error,
         });
     }
@@ -555,14 +558,15 @@ struct ReportedResult {
     first_seq: u64,
     end_seq: u64,
     error: Option<String>,
+    /// Whether the run said its end is stored. A run told by the store that it could not save
+    /// its end (its lease was taken over and another run of the session moved on, under load)
+    /// says so in its outcome: what it was told is then not claimed durable.
+    durable: bool,
 }
 
 impl ReportedResult {
-    /// Whether the run said its end is stored. A run told by the store that it could not save
-    /// its end (its lease was taken over and another run of the session moved on, under load)
-    /// reports that in its error: what it was told is then not claimed durable.
     fn durable(&self) -> bool {
-        !self.error.as_deref().is_some_and(|e| e.contains("the session store failed"))
+        self.durable
     }
 }
 
@@ -627,6 +631,7 @@ impl Ledger {
                     end_seq,
                     tail_matches,
                     error,
+                    durable,
                 } => {
                     assert!(
                         tail_matches,
@@ -649,6 +654,7 @@ impl Ledger {
                         first_seq,
                         end_seq,
                         error,
+                        durable,
                     });
                 }
             }

@@ -694,8 +694,15 @@ async fn events_the_store_refuses_for_good_are_not_retried_and_the_run_is_told()
     let result =
         tokio::time::timeout(Duration::from_secs(30), stream.result()).await.expect("the run ends");
     // The model's answer was whole (its status says so), but the run is not durable: it says so.
-    let error = result.error.expect("the run says its events were refused");
-    assert!(error.contains("session store failed") && error.contains(&id), "{error}");
+    // The store refused the events, and then the end (the session is gone): either is told.
+    let message = match &result.outcome {
+        weft_agent::RunOutcome::Failed { kind: weft_agent::FailureKind::Store, message }
+        | weft_agent::RunOutcome::EndNotDurable { message, .. } => message,
+        _ => panic!("the run does not say its events were refused: {result:?}"),
+    };
+    assert!(!result.outcome.is_durable());
+    // The store's own words name the session.
+    assert!(message.contains(&id), "{message}");
 
     // One write was refused (and one may have been under way as the session went): the rest
     // of the run's events were not offered one batch after another.
@@ -724,11 +731,17 @@ async fn after_a_refused_run_the_next_run_is_stored_whole() {
 
     spy.refuse_appends.store(1, std::sync::atomic::Ordering::SeqCst);
     let first = agent.execute(&session, Input::text("one")).await.unwrap().result().await;
-    let error = first.error.expect("the refused run says so");
-    assert!(error.contains("refused by the test"), "{error}");
+    let weft_agent::RunOutcome::Failed { kind: weft_agent::FailureKind::Store, message } =
+        &first.outcome
+    else {
+        panic!("the refused run does not say so: {first:?}")
+    };
+    // The store's own words are passed on.
+    assert!(message.contains("refused by the test"), "{message}");
 
     let second = agent.execute(&session, Input::text("two")).await.unwrap().result().await;
     assert_eq!((second.status, second.error.as_deref()), (SessionStatus::Completed, None));
+    assert_eq!(second.outcome, weft_agent::RunOutcome::Completed);
     let stored = spy.inner.read_events(&id, 0, 100_000).await.unwrap();
     let runs: std::collections::BTreeSet<&str> = stored.iter().map(|r| &*r.run_id).collect();
     assert_eq!(runs.len(), 1, "only the second run's events are stored");

@@ -103,6 +103,7 @@ async fn an_end_the_store_failed_to_take_for_a_while_is_stored_before_it_is_repo
     assert_eq!(end, Some(SessionStatus::Completed));
     assert_eq!(result.status, SessionStatus::Completed);
     assert_eq!(result.error, None);
+    assert_eq!(result.outcome, weft_agent::RunOutcome::Completed);
     assert_eq!(answer(&result.messages).as_deref(), Some("Answer A"));
     assert_eq!(stored(&setup).await, (SessionStatus::Completed, Some("Answer A".into())));
     // Many sweeps later, what the client was told still holds.
@@ -126,12 +127,15 @@ async fn an_end_the_store_never_took_is_an_error_that_says_so_never_completed() 
         .collect();
     assert_eq!(statuses, [SessionStatus::Error], "never completed");
     assert_eq!(result.status, SessionStatus::Error);
-    let error = result.error.unwrap();
-    assert!(error.contains("could not be stored") && error.contains("not kept"), "{error}");
+    let weft_agent::RunOutcome::EndNotDurable { reached, message } = &result.outcome else {
+        panic!("an end the store never took is not said so: {result:?}")
+    };
+    assert_eq!(*reached, SessionStatus::Completed, "what the run reached, and could not keep");
+    assert!(!result.outcome.is_durable());
+    let error = result.error.as_deref().unwrap_or_default();
+    assert!(error.ends_with(message.as_str()), "the error says it too: {error}");
     assert!(
-        events
-            .iter()
-            .any(|e| matches!(e, AgentEvent::Error { error, .. } if error.contains("not kept"))),
+        events.iter().any(|e| matches!(e, AgentEvent::Error { error, .. } if error == message)),
         "the stream says so too"
     );
     assert!(result.pending_tool_calls.is_empty());
@@ -170,8 +174,11 @@ async fn a_store_whose_writer_is_gone_is_not_retried() {
     .await;
     let (_, result) = ran.expect("the run ended without retrying a closed store");
     assert_eq!(result.status, SessionStatus::Error);
-    let error = result.error.unwrap();
-    assert!(error.contains("not kept") && error.contains("closed"), "{error}");
+    let weft_agent::RunOutcome::EndNotDurable { message, .. } = &result.outcome else {
+        panic!("an end the store never took is not said so: {result:?}")
+    };
+    // Which store error it was is only in words (the store's own).
+    assert!(message.contains("closed"), "{message}");
     assert_eq!(setup.spy.commits.load(Ordering::SeqCst), 3, "start, boundary, one end try");
 }
 

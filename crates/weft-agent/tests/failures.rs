@@ -13,7 +13,10 @@ use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use weft_agent::{Agent, AgentHooks, SessionOptions, ToolGate, streaming_tool_fn, tool_fn};
+use weft_agent::{
+    Agent, AgentHooks, FailureKind, RunOutcome, SessionOptions, ToolGate, streaming_tool_fn,
+    tool_fn,
+};
 use weft_core::{AgentEvent, Input, Message, SessionStatus, StopReason, ToolCall};
 use weft_llm::ModelRequest;
 use weft_llm::faux::FauxTurn;
@@ -164,6 +167,7 @@ async fn abort_during_text_streaming_keeps_the_partial_text() {
     }
     let result = stream.result().await;
     assert_eq!(result.status, SessionStatus::Aborted);
+    assert_eq!(result.outcome, RunOutcome::Aborted);
     let Message::Assistant(partial) = &result.messages[1] else { panic!("no partial kept") };
     assert_eq!(partial.stop_reason, StopReason::Aborted);
     assert_eq!(partial.text(), "Once upon a time");
@@ -179,6 +183,7 @@ async fn abort_during_text_streaming_keeps_the_partial_text() {
     // The session takes a new input afterwards.
     let (_, result) = run(&agent, &session, Input::text("Again?")).await;
     assert_eq!(result.status, SessionStatus::Completed);
+    assert_eq!((&result.outcome, &result.error), (&RunOutcome::Completed, &None));
     assert_eq!(result.response().final_output, "Again!");
 }
 
@@ -308,6 +313,10 @@ async fn provider_error_mid_stream_keeps_the_partial_and_runs_no_tools() {
     let (events, result) = run(&agent, &session, Input::text("go")).await;
     assert_eq!(result.status, SessionStatus::Error);
     assert_eq!(result.error.as_deref(), Some("overloaded"));
+    assert_eq!(
+        result.outcome,
+        RunOutcome::Failed { kind: FailureKind::Model, message: "overloaded".into() }
+    );
     let Message::Assistant(m) = &result.messages[1] else { panic!() };
     assert_eq!(m.stop_reason, StopReason::Error);
     assert_eq!(m.error_message.as_deref(), Some("overloaded"));
@@ -328,7 +337,10 @@ async fn running_out_of_script_is_an_error_status_not_a_panic() {
     let session = agent.create_session(SessionOptions::default()).await.unwrap();
     let (_, result) = run(&agent, &session, Input::text("hi")).await;
     assert_eq!(result.status, SessionStatus::Error);
-    assert!(result.error.unwrap().contains("no turn left"));
+    let RunOutcome::Failed { kind: FailureKind::Model, message } = &result.outcome else {
+        panic!("not a model failure: {result:?}")
+    };
+    assert_eq!(result.error.as_ref(), Some(message), "the outcome says what the error says");
 }
 
 #[tokio::test]
@@ -522,6 +534,13 @@ async fn a_panicking_hook_ends_the_run_in_error_and_frees_the_session() {
     let (_, result) = run(&agent, &session, Input::text("first")).await;
     assert_eq!(result.status, SessionStatus::Error);
     assert_eq!(result.error.as_deref(), Some("the run stopped unexpectedly: hook bug"));
+    assert_eq!(
+        result.outcome,
+        RunOutcome::Failed {
+            kind: FailureKind::Panic,
+            message: "the run stopped unexpectedly: hook bug".into()
+        }
+    );
     assert_eq!(session.status(), SessionStatus::Error, "not left running");
     // The user's message was kept, and the session takes the next input.
     assert!(matches!(result.messages.first(), Some(Message::User(_))));

@@ -237,7 +237,11 @@ async fn a_sessions_own_turn_limit_holds_when_another_process_resumes_it() {
     let (_, result) = common::run(&b, &there, vec![answer("call-1")]).await;
     assert_eq!(result.status, SessionStatus::MaxTurns, "{:?}", result.error);
     assert_eq!(b_provider.calls(), 0, "the session's limit of one model call holds");
-    assert!(result.error.is_some_and(|e| e.contains("after 1 model calls")));
+    assert_eq!(
+        result.outcome,
+        weft_agent::RunOutcome::MaxTurns { limit: weft_agent::TurnLimit::MaxTurns }
+    );
+    assert_eq!(result.error.as_deref(), Some("the run stopped after 1 model calls (max_turns)"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,7 +11,7 @@ use common::{Recording, run};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use weft_agent::{Agent, ExecuteError, SessionOptions, tool_fn};
+use weft_agent::{Agent, Awaiting, ExecuteError, RunOutcome, SessionOptions, TurnLimit, tool_fn};
 use weft_core::{
     AgentEvent, ApprovalDecision, Input, Message, SessionStatus, ToolResultMessage, ToolSpec,
 };
@@ -56,6 +56,8 @@ async fn remote_tool_suspends_and_a_result_resumes() {
 
     let (events, result) = run(&agent, &session, Input::text("What is the title?")).await;
     assert_eq!(result.status, SessionStatus::AwaitingToolExecution);
+    assert_eq!(result.outcome, RunOutcome::Suspended { awaiting: Awaiting::ToolResults });
+    assert_eq!(result.error, None);
     assert_eq!(result.pending_tool_calls.len(), 1);
     let call = result.pending_tool_calls[0].clone();
     assert_eq!((call.name.as_str(), &*call.arguments), ("read_page", &json!({"selector": "h1"})));
@@ -191,6 +193,7 @@ async fn approval_denied_then_granted() {
 
     let (events, result) = run(&agent, &session, Input::text("clean up")).await;
     assert_eq!(result.status, SessionStatus::AwaitingApproval);
+    assert_eq!(result.outcome, RunOutcome::Suspended { awaiting: Awaiting::Approval });
     assert_eq!(result.pending_approvals.len(), 1);
     assert!(result.pending_tool_calls.is_empty());
     assert!(events.iter().any(
@@ -430,6 +433,8 @@ async fn max_turns_counts_model_calls_across_the_resumes_of_one_run() {
         run(&agent, &session, Input::ToolResults(vec![ToolResultMessage::ok(&call, "B")])).await;
     // Two model calls were made by this run (one per execute so far): the limit is reached.
     assert_eq!(third.status, SessionStatus::MaxTurns);
+    assert_eq!(third.outcome, RunOutcome::MaxTurns { limit: TurnLimit::MaxTurns });
+    assert_eq!(third.error.as_deref(), Some("the run stopped after 2 model calls (max_turns)"));
     assert_eq!(provider.calls(), 2);
 
     // A new user message starts a new run with a fresh count.

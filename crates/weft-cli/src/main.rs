@@ -35,8 +35,8 @@ use anyhow::{anyhow, bail};
 use clap::{ArgAction, Args, Parser, Subcommand};
 use futures::{FutureExt, Stream, StreamExt};
 use weft_agent::{
-    Agent, AgentBuilder, AgentError, DEFAULT_MAX_TURNS, ExecuteError, ExecuteResult, SessionHandle,
-    SessionOptions,
+    Agent, AgentBuilder, AgentError, DEFAULT_MAX_TURNS, ExecuteError, ExecuteResult, RunOutcome,
+    SessionHandle, SessionOptions, TurnLimit,
 };
 use weft_core::store::SessionHead;
 use weft_core::{EventRecord, Input, SessionStatus, SessionStore, ToolCall};
@@ -1043,7 +1043,9 @@ fn outcome(result: &ExecuteResult, signal: Option<Signal>, max_turns: u32) -> Re
             error.unwrap_or("unknown error")
         ))),
         // A mode's bound of model calls names itself.
-        SessionStatus::MaxTurns if error.is_some_and(|e| e.contains("maxModelCalls")) => {
+        SessionStatus::MaxTurns
+            if matches!(result.outcome, RunOutcome::MaxTurns { limit: TurnLimit::ModelCalls }) =>
+        {
             Err(Failure::run(format!("run stopped: {}", error.unwrap_or_default())))
         }
         SessionStatus::MaxTurns => {
@@ -1104,6 +1106,7 @@ mod tests {
         ExecuteResult {
             session_id: "s".into(),
             status,
+            outcome: RunOutcome::from_status(status, error),
             messages: vec![],
             pending_tool_calls: vec![],
             pending_approvals: vec![],
@@ -1144,6 +1147,17 @@ mod tests {
             (143, "terminated: the run was aborted".into())
         );
         assert_eq!(exit(&result(SessionStatus::Aborted, None), None).0, 1);
+    }
+
+    #[test]
+    fn a_modes_bound_of_model_calls_names_itself() {
+        let error = "the run stopped after 3 model calls (tot maxModelCalls)";
+        let mut r = result(SessionStatus::MaxTurns, Some(error));
+        r.outcome = RunOutcome::MaxTurns { limit: TurnLimit::ModelCalls };
+        assert_eq!(exit(&r, None), (1, format!("run stopped: {error}")));
+        // The session's max_turns says so in the CLI's words, whatever the error's.
+        r.outcome = RunOutcome::MaxTurns { limit: TurnLimit::MaxTurns };
+        assert_eq!(exit(&r, None), (1, "run stopped: max_turns (7) reached".into()));
     }
 
     #[test]

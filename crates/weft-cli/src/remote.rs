@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use clap::Args;
 use futures::StreamExt;
-use weft_agent::ExecuteResult;
+use weft_agent::{ExecuteResult, RunOutcome};
 use weft_client::{Client, ExecuteOptions, ExecuteStream, NativeMessage};
 use weft_core::{EventRecord, Input, Message, SessionStatus};
 use weft_protocol::Protocol;
@@ -173,6 +173,8 @@ pub(crate) fn into_local(result: weft_client::ExecuteResult) -> ExecuteResult {
     ExecuteResult {
         session_id: result.session_id,
         status: result.status,
+        // The wire says the status and the last model failure's text, not what ended the run.
+        outcome: RunOutcome::from_status(result.status, result.error.as_deref()),
         messages: result.messages.iter().map(|m| m.as_ref().clone()).collect(),
         pending_tool_calls: result.pending_tool_calls,
         pending_approvals: result.pending_approvals,

@@ -116,6 +116,7 @@ mod tests {
         ExecuteResult {
             session_id: "s".into(),
             status: SessionStatus::Completed,
+            outcome: weft_agent::RunOutcome::Completed,
             messages,
             pending_tool_calls: vec![],
             pending_approvals: vec![],
