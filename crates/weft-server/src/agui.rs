@@ -452,8 +452,8 @@ async fn agent_run(
         .collect();
     // The conversation as the session has it, for a client whose messages lack it (a reloaded
     // page, a client sending only its new message): sent as `MESSAGES_SNAPSHOT` once the run
-    // has started. Groups of (id prefix, messages): see `AgUiEncoder::messages_snapshot`.
-    let mut history_snapshot: Option<Vec<(String, Vec<Message>)>> = None;
+    // has started.
+    let mut history_snapshot: Option<Snapshot> = None;
     let (target, plan) = match &chat {
         None => match conversation.last_user.clone() {
             Some(user) => (input.thread_id.clone(), Plan::Run(Input::User(user))),
@@ -479,10 +479,7 @@ async fn agent_run(
                 let before = answered.len();
                 answered.retain(|id| !input.resume.iter().any(|r| r.interrupt_id == *id));
                 if answered.len() != before {
-                    history_snapshot = Some(vec![(
-                        chat.current.clone(),
-                        session.messages.iter().cloned().collect(),
-                    )]);
+                    history_snapshot = Some(Snapshot::Session);
                 }
                 let approvals = input.resume.iter().map(decision).collect();
                 (chat.current.clone(), Plan::Run(Input::Approvals { approvals }))
@@ -496,10 +493,8 @@ async fn agent_run(
                 match frontends::intent(session, last_user, conversation.user_count, false) {
                     Intent::New(user) => {
                         if lacks_history(session, &conversation) {
-                            history_snapshot = Some(vec![
-                                (chat.current.clone(), session.messages.iter().cloned().collect()),
-                                ("new".to_string(), vec![Message::User(user.clone())]),
-                            ]);
+                            history_snapshot =
+                                Some(Snapshot::SessionThen(Message::User(user.clone())));
                         }
                         (chat.current.clone(), Plan::Run(Input::User(user)))
                     }
@@ -540,10 +535,23 @@ async fn agent_run(
         .client_answered(answered)
         .version(AgUiVersion::from_protocol_version(input.protocol_version.as_deref()))
         .state_view(state_view);
-    for (prefix, messages) in history_snapshot.iter().flatten() {
-        encoder = encoder.messages_snapshot(prefix, messages);
+    // Read from the session in place: the conversation is not copied for the snapshot.
+    if let (Some(snapshot), Some(chat)) = (&history_snapshot, &chat) {
+        encoder = encoder.messages_snapshot(&chat.current, chat.session.messages.iter());
+        if let Snapshot::SessionThen(new) = snapshot {
+            encoder = encoder.messages_snapshot("new", std::iter::once(new));
+        }
     }
     Ok(frontends::sse(state, streamed, Box::new(encoder), None))
+}
+
+/// The conversation a run's `MESSAGES_SNAPSHOT` shows a client (see
+/// [`AgUiEncoder::messages_snapshot`]).
+enum Snapshot {
+    /// The session's messages.
+    Session,
+    /// The session's messages, then the request's new one.
+    SessionThen(Message),
 }
 
 /// Whether the request's messages lack some of the session's: a user message of the session
