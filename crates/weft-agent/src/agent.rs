@@ -32,6 +32,13 @@ impl Agent {
         self.driver.config()
     }
 
+    /// The reasoning modes sessions may run in: react, tot, got, and those added with
+    /// [`AgentBuilder::mode`](crate::AgentBuilder::mode). Read a mode from JSON or a name
+    /// with these.
+    pub fn modes(&self) -> &weft_loop::Modes {
+        &self.driver.inner.modes
+    }
+
     /// The names of the providers sessions may pick, the default first.
     pub fn provider_names(&self) -> Vec<String> {
         self.driver.provider_names()

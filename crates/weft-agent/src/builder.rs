@@ -39,6 +39,7 @@ pub struct AgentBuilder {
     approval: Option<ApprovalPolicy>,
     store: Option<Arc<dyn SessionStore>>,
     identity: Option<ProcessIdentity>,
+    modes: weft_loop::Modes,
 }
 
 impl AgentBuilder {
@@ -54,7 +55,17 @@ impl AgentBuilder {
             approval: None,
             store: None,
             identity: None,
+            modes: weft_loop::Modes::builtin(),
         }
+    }
+
+    /// Lets sessions run in a reasoning mode of the application's own, besides react, tot and
+    /// got: a session names it in its options (`{"type": name, ...parameters}`), and the
+    /// server and the CLI read it by name ([`Agent::modes`]). A mode of the same name as one
+    /// the agent has replaces it.
+    pub fn mode(mut self, kind: weft_loop::ModeKind) -> Self {
+        self.modes = self.modes.with(kind);
+        self
     }
 
     /// Keeps sessions in `store` (see `weft-store` for memory, SQLite and Postgres): every
@@ -225,6 +236,7 @@ impl AgentBuilder {
                 sweep_now: Arc::new(tokio::sync::Notify::new()),
                 open: Mutex::new(HashMap::new()),
                 recent: Mutex::new(Recent::default()),
+                modes: self.modes,
             })),
         };
         // Built within a runtime (a server starting): the sweeper starts now, so deadlines that

@@ -11,11 +11,11 @@ use weft_core::{
     AgentEvent, ToolCall, ToolExecutionResult, ToolResultMessage, UserContent, now_ms,
 };
 
-use crate::machine::ToolOutcome;
 use crate::tool::{
     DEFAULT_MAX_OUTPUT, ToolContext, ToolError, ToolEvent, ToolOutput, floor_char_boundary,
     truncation_note,
 };
+use weft_loop::ToolOutcome;
 
 /// A finished call's `tool_execution_end` event, and its result and trace record.
 pub(crate) fn finish_call(

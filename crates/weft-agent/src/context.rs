@@ -88,6 +88,8 @@ pub(crate) struct AgentInner {
     pub(crate) open: Mutex<HashMap<String, Weak<Shared>>>,
     /// The most recently used of them, kept open ([`AgentConfig::keep_open`]).
     pub(crate) recent: Mutex<Recent>,
+    /// The reasoning modes sessions may run in.
+    pub(crate) modes: weft_loop::Modes,
 }
 
 impl AgentInner {

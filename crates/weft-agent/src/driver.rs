@@ -21,13 +21,13 @@ use crate::error::{AgentError, ExecuteError};
 use crate::execute::{Emitter, ExecuteResult, ExecuteStream};
 use crate::identity::ProcessIdentity;
 use crate::lease::Lease;
-use crate::machine::Machine;
-use crate::modes::OPTION_MODE;
 use crate::options::{
     OPTION_MAX_TURNS, OPTION_RUN_AFTER_SEQ, SessionOptions, session_max_turns, set_option,
 };
 use crate::run::Run;
 use crate::session::{HANDOVER_POLL, HANDOVER_WAIT, Refusal, Reloaded, SessionHandle, Shared};
+use weft_loop::Machine;
+use weft_loop::OPTION_MODE;
 
 /// The agent's operations on its shared context. Cheap to clone.
 #[derive(Clone)]
@@ -167,7 +167,7 @@ impl Driver {
             .or_else(|| named.and_then(|p| p.model.clone()))
             .unwrap_or_else(|| self.inner.config.model.clone());
         let mut session = Session::new(id, provider_name, model);
-        if let Some(mode) = options.mode.as_ref().filter(|m| **m != crate::Mode::React) {
+        if let Some(mode) = options.mode.as_ref().filter(|m| !m.is_react()) {
             let mode = serde_json::to_value(mode).unwrap_or_default();
             set_option(&mut session.options, OPTION_MODE, mode);
         }
@@ -454,7 +454,7 @@ impl Driver {
                 .into());
             }
             let max_turns = session_max_turns(&state.session.options).unwrap_or(config.max_turns);
-            let mode = crate::Mode::of_options(&state.session.options);
+            let mode = self.inner.modes.of_options(&state.session.options);
             let mut machine =
                 Machine::with_mode(max_turns, millis(config.remote_tool_timeout), mode);
             let start_len = state.session.messages.len();
@@ -465,13 +465,15 @@ impl Driver {
             let before = self.inner.store.is_some().then(|| state.session.clone());
             let run_id = uuid::Uuid::new_v4().to_string();
             let state_before = Machine::mode_state(&state.session);
-            let first = machine.begin(
-                &mut state.session,
-                input,
-                |name| tools.get(name).is_some(),
-                now_ms(),
-                run_id.clone(),
-            )?;
+            let first = machine
+                .begin(
+                    &mut state.session,
+                    input,
+                    |name| tools.get(name).is_some(),
+                    now_ms(),
+                    run_id.clone(),
+                )
+                .map_err(ExecuteError::from)?;
             // A user message is emitted as the run's first message (the log's own, at its
             // position); tool results are emitted when their turn completes.
             input_message = is_message
@@ -626,7 +628,7 @@ impl Driver {
             } else {
                 let max_turns =
                     session_max_turns(&state.session.options).unwrap_or(config.max_turns);
-                let mode = crate::Mode::of_options(&state.session.options);
+                let mode = self.inner.modes.of_options(&state.session.options);
                 let mut machine =
                     Machine::with_mode(max_turns, millis(config.remote_tool_timeout), mode);
                 set_option(&mut state.session.options, OPTION_RUN_AFTER_SEQ, after_seq.into());
@@ -686,7 +688,7 @@ pub(crate) fn millis(d: Duration) -> u64 {
 /// What [`Agent::launch`] starts a run task with.
 struct Launch {
     machine: Machine,
-    first: crate::machine::Progress,
+    first: weft_loop::Progress,
     /// The user message that starts the run, with its position in the log.
     input_message: Option<(Arc<Message>, u64)>,
     start_len: usize,

@@ -146,3 +146,23 @@ pub enum ExecuteError {
     )]
     ForeignSession(String),
 }
+
+impl From<weft_loop::InputError> for ExecuteError {
+    fn from(error: weft_loop::InputError) -> Self {
+        use weft_loop::InputError as E;
+        match error {
+            E::AwaitingToolCalls { session, calls } => Self::AwaitingToolCalls { session, calls },
+            E::NothingPending(session) => Self::NothingPending(session),
+            E::UnknownToolCall(id) => Self::UnknownToolCall(id),
+            E::AlreadyAnswered(id) => Self::AlreadyAnswered(id),
+            E::UnknownApproval(id) => Self::UnknownApproval(id),
+            E::AwaitsResult(id) => Self::AwaitsResult(id),
+            E::AwaitsApproval(id) => Self::AwaitsApproval(id),
+            E::DuplicateAnswer(id) => Self::DuplicateAnswer(id),
+            E::ToolNameMismatch { id, given, expected } => {
+                Self::ToolNameMismatch { id, given, expected }
+            }
+            E::EmptyInput => Self::EmptyInput,
+        }
+    }
+}

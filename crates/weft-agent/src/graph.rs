@@ -17,9 +17,9 @@ use crate::calls::{finish_call, run_one};
 use crate::config::ToolGate;
 use crate::content::{content_event, end_event};
 use crate::context::AgentInner;
-use crate::machine::NodeCall;
-use crate::modes::got::{NodeOutcome, Ready};
 use crate::tool::{ToolContext, ToolError, ToolEvent};
+use weft_loop::NodeCall;
+use weft_loop::{NodeOutcome, Ready};
 
 /// What a graph node's task tells the driver.
 pub(crate) enum GraphMsg {

@@ -10,7 +10,8 @@
 //!   status `awaiting_tool_execution`; executing the session with the tool results resumes it.
 //! - A tool call that needs approval suspends the run with status `awaiting_approval`; executing
 //!   with approval decisions resumes it (a denial is an error result the model sees).
-//! - The loop's decisions are a pure state machine (`machine`); the driver (`run`) does the IO.
+//! - The loop's decisions are a pure state machine (`weft_loop::Machine`); the driver (`run`)
+//!   does the IO.
 //!
 //! ```
 //! use weft_agent::{Agent, SessionOptions};
@@ -43,8 +44,6 @@ mod graph;
 mod hub;
 mod identity;
 mod lease;
-mod machine;
-mod modes;
 mod options;
 mod outcome;
 mod run;
@@ -66,7 +65,6 @@ pub use fork::{
     ForkOptions, ForkedFrom, OPTION_BRANCH, OPTION_FORKED_FROM, forked_from, latest_branch,
 };
 pub use identity::ProcessIdentity;
-pub use modes::{GotOptions, Mode, OPTION_MODE, Search, TotOptions};
 pub use options::{
     ABORT_NAMESPACE, OPTION_MAX_TURNS, OPTION_RUN_AFTER_SEQ, SessionOptions, run_after_seq,
     session_max_turns,
@@ -79,3 +77,7 @@ pub use tool::{
     streaming_tool_fn, tool_fn,
 };
 pub use weft_core::ToolContent;
+pub use weft_loop::{
+    Action, CustomMode, Decision, GotOptions, Mode, ModeError, ModeKind, Modes, NodeOutcome,
+    OPTION_MODE, React, Ready, Reasoning, Search, TotOptions,
+};

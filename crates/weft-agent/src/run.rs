@@ -25,11 +25,11 @@ use crate::content::{content_event, end_event};
 use crate::context::AgentInner;
 use crate::execute::{Emitter, ExecuteResult};
 use crate::graph::{GraphMsg, GraphNodeRun};
-use crate::machine::{CompletedTurn, Disposition, Machine, Next, Progress, ToolOutcome};
-use crate::modes::got::{NodeOutcome, Ready};
 use crate::outcome::{Ending, FailureKind};
 use crate::session::SessionHandle;
 use crate::tool::{ToolContext, ToolError, ToolEvent, ToolOutput};
+use weft_loop::{CompletedTurn, Disposition, Machine, Next, Progress, ToolOutcome};
+use weft_loop::{NodeOutcome, Ready};
 
 /// A model call made in a node run of its own ([`Run::model_node`]).
 struct ModelNode {
@@ -369,7 +369,7 @@ impl Run {
     fn emit_completed(&mut self, done: CompletedTurn, events: Vec<weft_core::ModeProgress>) {
         let CompletedTurn { results, first_result, step } = done;
         if !results.is_empty() {
-            let node_id = format!("observe-{}", step.step_index);
+            let node_id = Machine::observe_node_id(step.step_index);
             // The results joined the conversation before this node reports them: what it
             // changed is measured from the state the run was in before (at the last node's end,
             // or before the input that completed the turn).
@@ -608,12 +608,8 @@ impl Run {
             }
             if running == 0 {
                 return last.unwrap_or_else(|| {
-                    let mut p = self.with_session(|m, s| m.abort(s, now_ms()));
-                    if !self.cancel.is_cancelled() {
-                        p.error = Some("the graph cannot go on: no node is ready".into());
-                        p.next = Next::Finish(weft_core::SessionStatus::Error);
-                    }
-                    p
+                    let aborted = self.cancel.is_cancelled();
+                    self.with_session(|m, s| m.graph_stalled(s, now_ms(), aborted))
                 });
             }
             let message = match rx.try_recv() {
@@ -681,7 +677,7 @@ impl Run {
                 max_tokens: agent.config.max_tokens,
                 prices: None,
             };
-            let node_id = self.machine.node_id(s, &format!("got-{}", node.id));
+            let node_id = self.machine.graph_node_id(s, &node.id);
             (request, agent.provider_for(&s.provider), node_id)
         };
         let node_ref: Arc<str> = Arc::from(node_id.as_str());
@@ -693,10 +689,7 @@ impl Run {
             Some(node_ref.clone()),
             AgentEvent::Progress(weft_core::ModeProgress::GotNodeStart { id: node.id.clone() }),
         );
-        let turns = match self.machine.mode() {
-            crate::Mode::Got(options) => options.node_turns.max(1),
-            _ => 1,
-        };
+        let turns = self.machine.node_turns();
         let cancel = self.cancel.child_token();
         let started_at = now_ms();
         let first = provider.stream(request.clone(), cancel.clone());
@@ -823,13 +816,7 @@ impl Run {
     async fn run_tools(&mut self, calls: Vec<ToolCall>) -> Progress {
         let (node_id, owner_id) = {
             let state = self.session.lock();
-            let index = state.session.open_turn().map_or(0, |t| t.step.step_index);
-            // A resumed execution may act again on the same step: its node run is another.
-            let node_id = match state.session.run.as_ref().map_or(0, |r| r.executions) {
-                0 => format!("act-{index}"),
-                executions => format!("act-{index}.{executions}"),
-            };
-            (node_id, state.session.owner.clone())
+            (Machine::act_node_id(&state.session), state.session.owner.clone())
         };
         let local_tools = self.agent.tools.snapshot();
         let before = self.mode_state();

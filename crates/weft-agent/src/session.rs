@@ -14,8 +14,8 @@ use weft_llm::CancellationToken;
 use crate::catalog::RemoteTools;
 use crate::error::ExecuteError;
 use crate::hub::Hub;
-use crate::machine::Machine;
 use crate::options::ABORT_NAMESPACE;
+use weft_loop::Machine;
 
 pub(crate) struct State {
     pub(crate) session: Session,

@@ -533,7 +533,11 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 pub(crate) struct ModeArgs {
     /// The reasoning mode of a new session: react (think, act, observe), tot (tree of
     /// thoughts) or got (graph of thoughts).
-    #[arg(long, value_name = "MODE", value_parser = ["react", "tot", "got"])]
+    #[arg(
+        long,
+        value_name = "MODE",
+        value_parser = clap::builder::PossibleValuesParser::new(weft_agent::Modes::builtin().names())
+    )]
     pub(crate) mode: Option<String>,
 
     /// tot: candidate thoughts asked for at each expansion [default: 3].
@@ -590,9 +594,9 @@ impl ModeArgs {
         if self.mode.is_none() && parameters.is_empty() {
             return Ok(None);
         }
-        let mut object = parameters;
-        object.insert("type".into(), self.mode.as_deref().unwrap_or("react").into());
-        serde_json::from_value(serde_json::Value::Object(object))
+        let name = self.mode.as_deref().unwrap_or("react");
+        weft_agent::Modes::builtin()
+            .parse(name, &parameters)
             .map(Some)
             .map_err(|e| anyhow!("invalid mode flags: {e}"))
     }

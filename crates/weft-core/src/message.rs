@@ -447,6 +447,19 @@ impl ToolResultMessage {
         Self::new(call.id.clone(), call.name.clone(), message, true)
     }
 
+    /// An error result stamped `timestamp` (for code that is handed the time instead of
+    /// reading a clock): the model sees `message` as the tool's output.
+    pub fn error_at(call: &ToolCall, message: impl Into<String>, timestamp: TimestampMs) -> Self {
+        Self {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            content: vec![UserContent::text(message)],
+            details: None,
+            is_error: true,
+            timestamp,
+        }
+    }
+
     /// A text result stamped now.
     pub fn new(
         tool_call_id: impl Into<String>,

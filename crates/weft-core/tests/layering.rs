@@ -55,7 +55,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("weft-llm", &["weft-cancel", "weft-core"]),
     ("weft-store", &["weft-core"]),
     ("weft-protocol", &["weft-core"]),
-    ("weft-agent", &["weft-llm", "weft-tool-api"]),
+    ("weft-loop", &["weft-core"]),
+    ("weft-agent", &["weft-llm", "weft-loop", "weft-tool-api"]),
     // `ToolsConfig::apply` fills an `AgentBuilder`; the tools themselves need only the contract.
     ("weft-tools", &["weft-agent"]),
     ("weft-client", &["weft-llm", "weft-protocol", "weft-tool-api"]),

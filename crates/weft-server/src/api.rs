@@ -134,9 +134,11 @@ pub enum OnDisconnect {
 }
 
 /// Parameters of a reasoning mode; those of another mode than the one chosen are ignored.
+/// The OpenAPI document's description of `modeOptions` for the built-in modes: requests are
+/// read by the agent's modes (`weft_agent::Modes`), which also know an application's own.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ModeParameters {
+pub(crate) struct ModeParameters {
     /// tot: candidates asked for at each expansion (default 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breadth: Option<u32>,
@@ -182,13 +184,15 @@ pub struct ExecuteOptions {
     /// `limits.max_turns` (its default); kept with the session, so it holds across resumes.
     #[serde(default)]
     pub max_turns: Option<u32>,
-    /// The agent mode: `react` (default), `tot` (tree of thoughts) or `got` (graph of
-    /// thoughts).
+    /// The agent mode: `react` (default), `tot` (tree of thoughts), `got` (graph of
+    /// thoughts), or one the agent was built with.
     #[serde(default)]
     pub mode: Option<String>,
-    /// The mode's parameters (each optional; defaults as documented).
+    /// The mode's parameters (each optional; defaults as documented); one that no mode has is
+    /// refused.
     #[serde(default)]
-    pub mode_options: Option<ModeParameters>,
+    #[schema(value_type = Option<ModeParameters>)]
+    pub mode_options: Option<serde_json::Map<String, serde_json::Value>>,
     /// While a run is under way: `reject` (the default of `/api/agent/execute`), `enqueue` or
     /// `interrupt` (the default of the front-end endpoints: see `[frontends] multitask`).
     #[serde(default)]

@@ -23,8 +23,6 @@ use crate::error::{ApiError, shown};
 use crate::ids::ShownId;
 use crate::stream::{CancelOnDrop, Feed, run_start};
 
-/// The agent modes this server runs.
-const MODES: [&str; 3] = ["react", "tot", "got"];
 /// How many times an enqueued or interrupting input tries to start before giving up (each try
 /// follows the end of a run that got the session first).
 const START_TRIES: usize = 64;
@@ -151,15 +149,7 @@ pub(crate) fn check_options(state: &AppState, options: &ExecuteOptions) -> Resul
             return Err(unknown_provider(provider, &allowed));
         }
     }
-    if let Some(mode) = options.mode.as_deref()
-        && !MODES.contains(&mode)
-    {
-        return Err(ApiError::bad_request(
-            "unknown_mode",
-            format!("unknown mode {}: allowed: {}", shown(mode), MODES.join(", ")),
-        ));
-    }
-    mode_of(options)?;
+    mode_of(state, options)?;
     if let Some(turns) = options.max_turns
         && !(1..=state.settings.max_turns).contains(&turns)
     {
@@ -174,18 +164,24 @@ pub(crate) fn check_options(state: &AppState, options: &ExecuteOptions) -> Resul
     Ok(())
 }
 
-/// The mode `options` ask for (`None`: the default), with its parameters.
-pub(crate) fn mode_of(options: &ExecuteOptions) -> Result<Option<weft_agent::Mode>, ApiError> {
+/// The mode `options` ask for (`None`: the default), with its parameters, read by the
+/// agent's modes (the built-in ones and any the agent was built with).
+pub(crate) fn mode_of(
+    state: &AppState,
+    options: &ExecuteOptions,
+) -> Result<Option<weft_agent::Mode>, ApiError> {
     if options.mode.is_none() && options.mode_options.is_none() {
         return Ok(None);
     }
-    let mut value = serde_json::to_value(options.mode_options.clone().unwrap_or_default())
-        .unwrap_or_else(|_| serde_json::json!({}));
-    if let Some(map) = value.as_object_mut() {
-        map.insert("type".into(), options.mode.as_deref().unwrap_or("react").into());
-    }
-    serde_json::from_value(value).map(Some).map_err(|e| {
-        ApiError::bad_request("invalid_mode_options", format!("options.modeOptions: {e}"))
+    let modes = state.agent.modes();
+    let name = options.mode.as_deref().unwrap_or("react");
+    let parameters = options.mode_options.clone().unwrap_or_default();
+    modes.parse(name, &parameters).map(Some).map_err(|e| match e {
+        weft_agent::ModeError::Unknown { known, .. } => ApiError::bad_request(
+            "unknown_mode",
+            format!("unknown mode {}: allowed: {}", shown(name), known.join(", ")),
+        ),
+        e => ApiError::bad_request("invalid_mode_options", format!("options.modeOptions: {e}")),
     })
 }
 
@@ -203,7 +199,7 @@ pub(crate) fn check_same(
         .unwrap_or(state.settings.max_turns)
         .to_string();
     let given_turns = options.max_turns.map(|n| n.to_string());
-    let kept_mode = weft_agent::Mode::of_options(&head.options);
+    let kept_mode = state.agent.modes().of_options(&head.options);
     for (name, given, kept) in [
         ("provider", options.provider.as_deref(), Some(head.provider.as_str())),
         ("model", options.model.as_deref(), Some(head.model.as_str())),
@@ -267,7 +263,7 @@ pub(crate) async fn create(
             owner: caller.owner.clone(),
             provider: options.provider.clone(),
             max_turns: options.max_turns,
-            mode: mode_of(options)?,
+            mode: mode_of(state, options)?,
         })
         .await;
     match created {

@@ -1,9 +1,116 @@
 //! Tree of thoughts: the state of a search and its decisions (pure; see [`super`]).
 
 use serde::{Deserialize, Serialize};
-use weft_core::ModeProgress;
+use weft_core::{ModeProgress, SessionStatus};
 
-use super::{Search, TotOptions, extract_json};
+use super::{Action, Decision, Reasoning, extract_json, summary};
+
+/// Tree-of-thoughts parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TotOptions {
+    /// Candidates asked for at each expansion (k).
+    pub breadth: u32,
+    /// The deepest a path may go: how many thoughts are acted on along one path.
+    pub depth: u32,
+    /// Which unexplored candidate a backtrack returns to.
+    pub search: Search,
+    /// Model calls the run may make in all (expansions, evaluations and acting).
+    pub max_model_calls: u32,
+}
+
+impl Default for TotOptions {
+    fn default() -> Self {
+        Self { breadth: 3, depth: 3, search: Search::Dfs, max_model_calls: 30 }
+    }
+}
+
+/// How a tree of thoughts is searched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Search {
+    /// Depth first: the deepest unexplored candidate, the best scored among those.
+    #[default]
+    Dfs,
+    /// Breadth first: the shallowest unexplored candidate, the best scored among those.
+    Bfs,
+}
+
+impl Reasoning for TotOptions {
+    type State = TotState;
+
+    fn name(&self) -> &'static str {
+        "tot"
+    }
+
+    fn start(&self, task: String) -> TotState {
+        TotState::new(task)
+    }
+
+    fn next(&self, state: &mut TotState) -> Decision {
+        match state.next(self) {
+            Step::Scratch { node, prompt } => Decision::to(Action::Scratch { node, prompt }),
+            Step::Think { guidance } => Decision::to(Action::Think { node: "think", guidance }),
+            Step::OutOfCalls => Decision::fail(
+                SessionStatus::MaxTurns,
+                format!(
+                    "the run stopped after {} model calls (tot maxModelCalls)",
+                    self.max_model_calls
+                ),
+            ),
+        }
+    }
+
+    fn on_model_call(&self, state: &mut TotState) {
+        state.on_act_call();
+    }
+
+    /// An answer that reports a dead end fails the path; any other answer ends the run.
+    fn on_answer(&self, state: &mut TotState, text: &str) -> Decision {
+        if is_dead_end(text) {
+            let reason = format!("the model reported a dead end: {}", summary(text, 80));
+            return self.path_failed(state, &reason);
+        }
+        Decision::finish(SessionStatus::Completed)
+    }
+
+    /// A failed call fails the path; otherwise the path goes one deeper (or fails at the depth
+    /// limit).
+    fn on_turn(&self, state: &mut TotState, failed: Option<String>) -> Decision {
+        match failed.or_else(|| state.on_step_ok(self)) {
+            Some(reason) => self.path_failed(state, &reason),
+            None => Reasoning::next(self, state),
+        }
+    }
+
+    fn on_scratch(&self, state: &mut TotState, node: &str, text: &str) -> Decision {
+        if node == EXPAND {
+            let events = state.on_expand(text, self);
+            return Reasoning::next(self, state).after(events);
+        }
+        let (events, failed) = state.on_evaluate(text);
+        match failed {
+            Some(reason) => self.path_failed(state, &reason).after(events),
+            None => Reasoning::next(self, state).after(events),
+        }
+    }
+}
+
+impl TotOptions {
+    /// The current path failed: backtrack, or end the run when no candidate is left.
+    fn path_failed(&self, state: &mut TotState, reason: &str) -> Decision {
+        match state.backtrack(reason, self) {
+            Some(event) => Reasoning::next(self, state).after(vec![event]),
+            None => Decision::fail(
+                SessionStatus::Error,
+                format!("every path of the tree of thoughts failed (last: {reason})"),
+            ),
+        }
+    }
+}
+
+/// The node that asks for candidates.
+const EXPAND: &str = "think_expand";
 
 /// What a path's failure is reported with when the model says so.
 pub(crate) const DEAD_END: &str = "DEAD END";
@@ -40,7 +147,7 @@ pub(crate) enum Phase {
 
 /// The search's state, kept in the run (`mode_state`) and saved at every node boundary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub(crate) struct TotState {
+pub struct TotState {
     /// The task: the user's message.
     pub(crate) task: String,
     /// What happens next.
@@ -57,7 +164,7 @@ pub(crate) struct TotState {
 
 /// What the search does next.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Action {
+pub(crate) enum Step {
     /// A scratch model call in node `node` with this prompt.
     Scratch {
         /// `think_expand` or `think_evaluate`.
@@ -89,13 +196,13 @@ impl TotState {
     }
 
     /// The next action.
-    pub(crate) fn next(&self, options: &TotOptions) -> Action {
+    pub(crate) fn next(&self, options: &TotOptions) -> Step {
         if self.model_calls >= options.max_model_calls {
-            return Action::OutOfCalls;
+            return Step::OutOfCalls;
         }
         match &self.phase {
-            Phase::Expand => Action::Scratch {
-                node: "think_expand",
+            Phase::Expand => Step::Scratch {
+                node: EXPAND,
                 prompt: format!(
                     "You are searching a tree of thoughts to solve a task.\nTask: {}\n{}\
                      Propose {k} distinct candidate next steps. Reply with a JSON array of {k} \
@@ -108,7 +215,7 @@ impl TotState {
             Phase::Evaluate { candidates } => {
                 let list: Vec<String> =
                     candidates.iter().enumerate().map(|(i, c)| format!("{i}. {c}")).collect();
-                Action::Scratch {
+                Step::Scratch {
                     node: "think_evaluate",
                     prompt: format!(
                         "Task: {}\n{}Candidate next steps:\n{}\nRate how likely each candidate \
@@ -120,7 +227,7 @@ impl TotState {
                     ),
                 }
             }
-            Phase::Act { thought } => Action::Think {
+            Phase::Act { thought } => Step::Think {
                 guidance: format!(
                     "Take this next step: {thought}\nUse the tools if you need them. If this \
                      approach cannot work, reply with {DEAD_END} and say why."
@@ -260,7 +367,7 @@ mod tests {
     fn expand_evaluate_act_and_backtrack() {
         let o = options(Search::Dfs);
         let mut s = TotState::new("make 24".into());
-        assert!(matches!(s.next(&o), Action::Scratch { node: "think_expand", .. }));
+        assert!(matches!(s.next(&o), Step::Scratch { node: "think_expand", .. }));
         let ev = s.on_expand(r#"["a","b","c","d"]"#, &o);
         assert_eq!(
             ev,
@@ -276,7 +383,7 @@ mod tests {
                 rule_based: false
             }]
         );
-        assert!(matches!(s.next(&o), Action::Think { guidance } if guidance.contains("step: b")));
+        assert!(matches!(s.next(&o), Step::Think { guidance } if guidance.contains("step: b")));
         s.on_act_call();
         let back = s.backtrack("dead end", &o).unwrap();
         assert_eq!(back, ModeProgress::TotBacktrack { reason: "dead end".into(), to_depth: 0 });
@@ -312,7 +419,7 @@ mod tests {
         s.path = vec!["a".into(), "b".into()];
         assert!(s.on_step_ok(&options(Search::Dfs)).unwrap().contains("depth limit"));
         s.model_calls = 10;
-        assert_eq!(s.next(&options(Search::Dfs)), Action::OutOfCalls);
+        assert_eq!(s.next(&options(Search::Dfs)), Step::OutOfCalls);
         assert!(is_dead_end("Dead end: no way"));
     }
 }

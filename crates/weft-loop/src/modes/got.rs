@@ -4,9 +4,112 @@
 use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
-use weft_core::ModeProgress;
+use weft_core::{ModeProgress, SessionStatus};
 
-use super::{GotOptions, extract_json, summary};
+use super::{Action, Decision, Reasoning, extract_json, summary};
+
+/// Graph-of-thoughts parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GotOptions {
+    /// Graph nodes that may run at once.
+    pub concurrency: u32,
+    /// After a node completes, the model may expand it into a sub-graph.
+    pub adaptive: bool,
+    /// The most graph nodes the plan and its expansions may have.
+    pub node_budget: u32,
+    /// Model calls the run may make in all (plan, nodes, expansions, synthesis).
+    pub max_model_calls: u32,
+    /// Model calls one graph node may make (its small ReAct loop).
+    pub node_turns: u32,
+}
+
+impl Default for GotOptions {
+    fn default() -> Self {
+        Self {
+            concurrency: 4,
+            adaptive: false,
+            node_budget: 12,
+            max_model_calls: 40,
+            node_turns: 4,
+        }
+    }
+}
+
+impl Reasoning for GotOptions {
+    type State = GotState;
+
+    fn name(&self) -> &'static str {
+        "got"
+    }
+
+    fn start(&self, task: String) -> GotState {
+        GotState::new(task)
+    }
+
+    fn next(&self, state: &mut GotState) -> Decision {
+        let out_of_calls = match state.phase {
+            Phase::Run => state.out_of_calls(self),
+            _ => state.model_calls >= self.max_model_calls,
+        };
+        if out_of_calls {
+            return Decision::fail(
+                SessionStatus::MaxTurns,
+                format!(
+                    "the run stopped after {} model calls (got maxModelCalls)",
+                    self.max_model_calls
+                ),
+            );
+        }
+        Decision::to(match &state.phase {
+            Phase::Plan | Phase::Replan { .. } => {
+                Action::Scratch { node: "plan_graph", prompt: state.plan_prompt(self) }
+            }
+            Phase::Run => Action::RunGraph,
+            Phase::Synthesize => {
+                Action::Think { node: "synthesize", guidance: state.synthesis_guidance() }
+            }
+        })
+    }
+
+    fn conversation_node(&self) -> &'static str {
+        "synthesize"
+    }
+
+    fn on_model_call(&self, state: &mut GotState) {
+        state.model_calls += 1;
+    }
+
+    /// The plan arrived.
+    fn on_scratch(&self, state: &mut GotState, _node: &str, text: &str) -> Decision {
+        match state.on_plan(text, self) {
+            Ok(events) => Reasoning::next(self, state).after(events),
+            Err(error) => Decision::fail(SessionStatus::Error, error),
+        }
+    }
+
+    fn on_recovery(&self, state: &mut GotState) {
+        state.restart_running();
+    }
+
+    fn graph_ready(&self, state: &mut GotState) -> Vec<Ready> {
+        state.ready(self)
+    }
+
+    fn on_graph_node(
+        &self,
+        state: &mut GotState,
+        id: &str,
+        outcome: NodeOutcome,
+    ) -> (Vec<ModeProgress>, bool) {
+        let events = state.on_node(id, outcome, self);
+        (events, state.nodes.iter().any(|n| n.status == NodeStatus::Running))
+    }
+
+    fn node_turns(&self) -> u32 {
+        self.node_turns.max(1)
+    }
+}
 
 /// Where a graph node stands.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,7 +167,7 @@ pub(crate) enum Phase {
 
 /// The run's graph, kept in the run (`mode_state`) and saved at every node boundary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub(crate) struct GotState {
+pub struct GotState {
     /// The task: the user's message.
     pub(crate) task: String,
     /// What happens next.
@@ -77,25 +180,25 @@ pub(crate) struct GotState {
 
 /// A graph node to run now.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Ready {
+pub struct Ready {
     /// Its id.
-    pub(crate) id: String,
+    pub id: String,
     /// The prompt of its small ReAct loop: its task with its dependencies' results.
-    pub(crate) prompt: String,
+    pub prompt: String,
     /// The prompt asking whether to expand it, when the graph is adaptive (sent after it
     /// completes, with its result appended).
-    pub(crate) expand_prompt: Option<String>,
+    pub expand_prompt: Option<String>,
 }
 
 /// How a node's run ended, as the driver reports it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct NodeOutcome {
+pub struct NodeOutcome {
     /// Its result, or why it failed.
-    pub(crate) result: Result<String, String>,
+    pub result: Result<String, String>,
     /// Model calls it made.
-    pub(crate) model_calls: u32,
+    pub model_calls: u32,
     /// The model's answer to the expansion prompt, if it was asked.
-    pub(crate) expansion: Option<String>,
+    pub expansion: Option<String>,
 }
 
 impl GotState {
