@@ -513,77 +513,20 @@ impl Machine {
                     continue;
                 }
                 State::Number(num) => {
-                    if matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
-                        let next = num.step(b).ok_or_else(|| error(at, "invalid number"))?;
-                        self.state = State::Number(next);
-                        self.token.push(char::from(b));
+                    // A delimiter is not taken: the next iteration processes it.
+                    if self.number_byte(cursor, num, b, at)? {
                         i += 1;
-                    } else if num.is_complete() {
-                        // The delimiter is processed by the next iteration.
-                        self.complete_number(cursor, at)?;
-                        self.state = State::AfterValue;
-                    } else {
-                        return Err(error(at, "invalid number"));
                     }
                     continue;
                 }
-                State::Literal(lit, matched) => {
-                    let word = lit.word();
-                    if word.get(matched) != Some(&b) {
-                        return Err(error(at, "invalid literal"));
-                    }
-                    if matched + 1 == word.len() {
-                        place(cursor, self.stack.last_mut(), lit.value(), false)
-                            .ok_or_else(|| internal(at))?;
-                        self.state = State::AfterValue;
-                    } else {
-                        self.state = State::Literal(lit, matched + 1);
-                    }
-                }
+                State::Literal(lit, matched) => self.literal_byte(cursor, lit, matched, b, at)?,
                 _ if is_ws(b) => {}
                 State::ArrayFirst if b == b']' => {
                     self.stack.pop();
                     cursor = navigate(root, &self.stack).ok_or_else(|| internal(at))?;
                     self.state = State::AfterValue;
                 }
-                State::Value | State::ArrayFirst => match b {
-                    b'"' => {
-                        place(cursor, self.stack.last_mut(), Value::String(String::new()), true)
-                            .ok_or_else(|| internal(at))?;
-                        self.state = State::Str;
-                    }
-                    b'[' | b'{' => {
-                        if self.stack.len() > MAX_DEPTH {
-                            return Err(error(at, "recursion limit exceeded"));
-                        }
-                        let (value, frame, state) = if b == b'[' {
-                            (Value::Array(Vec::new()), Frame::Array, State::ArrayFirst)
-                        } else {
-                            (
-                                Value::Object(Map::new()),
-                                Frame::Object(String::new()),
-                                State::ObjectFirst,
-                            )
-                        };
-                        cursor = place(cursor, self.stack.last_mut(), value, true)
-                            .ok_or_else(|| internal(at))?;
-                        self.stack.push(frame);
-                        self.state = state;
-                    }
-                    b'-' | b'0'..=b'9' => {
-                        self.token.clear();
-                        self.token.push(char::from(b));
-                        self.state = State::Number(match b {
-                            b'-' => Num::Minus,
-                            b'0' => Num::Zero,
-                            _ => Num::Int,
-                        });
-                    }
-                    b't' => self.state = State::Literal(Lit::True, 1),
-                    b'f' => self.state = State::Literal(Lit::False, 1),
-                    b'n' => self.state = State::Literal(Lit::Null, 1),
-                    _ => return Err(error(at, "expected value")),
-                },
+                State::Value | State::ArrayFirst => cursor = self.start_value(cursor, b, at)?,
                 State::ObjectFirst | State::ObjectKey => match (self.state, b) {
                     (State::ObjectFirst, b'}') => {
                         self.stack.pop();
@@ -622,6 +565,99 @@ impl Machine {
                 }
             }
             i += 1;
+        }
+        Ok(())
+    }
+
+    /// Starts the value byte `b` (at offset `at`) opens: a string, an array or object, a number
+    /// or a literal. Answers the innermost open container: the new one after `[` or `{`.
+    fn start_value<'v>(
+        &mut self,
+        cursor: &'v mut Value,
+        b: u8,
+        at: usize,
+    ) -> Result<&'v mut Value, PartialJsonError> {
+        match b {
+            b'"' => {
+                place(&mut *cursor, self.stack.last_mut(), Value::String(String::new()), true)
+                    .ok_or_else(|| internal(at))?;
+                self.state = State::Str;
+            }
+            b'[' | b'{' => {
+                if self.stack.len() > MAX_DEPTH {
+                    return Err(error(at, "recursion limit exceeded"));
+                }
+                let (value, frame, state) = if b == b'[' {
+                    (Value::Array(Vec::new()), Frame::Array, State::ArrayFirst)
+                } else {
+                    (Value::Object(Map::new()), Frame::Object(String::new()), State::ObjectFirst)
+                };
+                let opened = place(cursor, self.stack.last_mut(), value, true)
+                    .ok_or_else(|| internal(at))?;
+                self.stack.push(frame);
+                self.state = state;
+                return Ok(opened);
+            }
+            b'-' | b'0'..=b'9' => {
+                self.token.clear();
+                self.token.push(char::from(b));
+                self.state = State::Number(match b {
+                    b'-' => Num::Minus,
+                    b'0' => Num::Zero,
+                    _ => Num::Int,
+                });
+            }
+            b't' => self.state = State::Literal(Lit::True, 1),
+            b'f' => self.state = State::Literal(Lit::False, 1),
+            b'n' => self.state = State::Literal(Lit::Null, 1),
+            _ => return Err(error(at, "expected value")),
+        }
+        Ok(cursor)
+    }
+
+    /// Byte `b` (at offset `at`) inside a number in state `num`: extends the number, or, after a
+    /// complete number, ends it and leaves `b` (a delimiter) to be processed next. Answers
+    /// whether `b` was taken into the number.
+    fn number_byte(
+        &mut self,
+        cursor: &mut Value,
+        num: Num,
+        b: u8,
+        at: usize,
+    ) -> Result<bool, PartialJsonError> {
+        if matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
+            let next = num.step(b).ok_or_else(|| error(at, "invalid number"))?;
+            self.state = State::Number(next);
+            self.token.push(char::from(b));
+            Ok(true)
+        } else if num.is_complete() {
+            self.complete_number(cursor, at)?;
+            self.state = State::AfterValue;
+            Ok(false)
+        } else {
+            Err(error(at, "invalid number"))
+        }
+    }
+
+    /// Byte `b` (at offset `at`) of a keyword literal that matched `matched` bytes so far; its
+    /// last byte places the literal's value.
+    fn literal_byte(
+        &mut self,
+        cursor: &mut Value,
+        lit: Lit,
+        matched: usize,
+        b: u8,
+        at: usize,
+    ) -> Result<(), PartialJsonError> {
+        let word = lit.word();
+        if word.get(matched) != Some(&b) {
+            return Err(error(at, "invalid literal"));
+        }
+        if matched + 1 == word.len() {
+            place(cursor, self.stack.last_mut(), lit.value(), false).ok_or_else(|| internal(at))?;
+            self.state = State::AfterValue;
+        } else {
+            self.state = State::Literal(lit, matched + 1);
         }
         Ok(())
     }
