@@ -187,6 +187,129 @@ impl AceaiEncoder {
     fn running_name(&self, id: &str) -> &str {
         self.running.iter().find(|(i, _, _)| i == id).map_or("", |(_, name, _)| name.as_str())
     }
+
+    /// `agent.llm.completed` for a complete assistant message.
+    fn message_end(&self, message: &Message, out: &mut Vec<Frame>) {
+        // Only a complete response: a failed call's partial is on its failed step.
+        if let Message::Assistant(m) = message
+            && !m.stop_reason.is_failure()
+        {
+            let mut f = self.frame(LLM_COMPLETED);
+            f.step = Some(StepOut::completed_message(self.step_index, &self.step_id, m));
+            out.push(Frame::json(&f));
+        }
+    }
+
+    /// `agent.tool.started` for a local execution, which is remembered until it ends.
+    fn tool_execution_start(
+        &mut self,
+        tool_call_id: &str,
+        tool_name: &str,
+        args: &Arc<Value>,
+        out: &mut Vec<Frame>,
+    ) {
+        self.running.push((tool_call_id.to_owned(), tool_name.to_owned(), args.clone()));
+        let mut f = self.frame(TOOL_STARTED);
+        f.tool_call =
+            Some(CallOut { arguments: Some(args), ..CallOut::new(tool_call_id, tool_name) });
+        out.push(Frame::json(&f));
+    }
+
+    /// `agent.tool.completed` or `agent.tool.failed` for a local execution, with the arguments
+    /// it started with; its result counts as reported for the step.
+    fn tool_execution_end(
+        &mut self,
+        tool_call_id: &str,
+        tool_name: &str,
+        output: &str,
+        details: Option<&Value>,
+        is_error: bool,
+        out: &mut Vec<Frame>,
+    ) {
+        let args = self
+            .running
+            .iter()
+            .position(|(id, _, _)| id == tool_call_id)
+            .map(|i| self.running.swap_remove(i).2);
+        self.reported.push(tool_call_id.to_owned());
+        let mut f = self.frame(if is_error { TOOL_FAILED } else { TOOL_COMPLETED });
+        let call = CallOut { arguments: args.as_deref(), ..CallOut::new(tool_call_id, tool_name) };
+        let mut result = ResultOut::new(call, output);
+        result.error = is_error.then_some(output);
+        result.details = details;
+        f.tool_result = Some(result);
+        out.push(Frame::json(&f));
+    }
+
+    /// `agent.step.completed` or `agent.step.failed`, after an `agent.tool.failed` for each error
+    /// result of the step no frame reported yet.
+    fn step_end(&mut self, step: &Arc<AgentStep>, out: &mut Vec<Frame>) {
+        self.step_index = i64::from(step.step_index);
+        self.step_id.clone_from(&step.step_id);
+        // Every other error result the model receives: calls that never ran (unknown
+        // tool, invalid arguments, denied, blocked), remote errors, and executions this
+        // stream did not see end (it started with a resumed run).
+        for r in &step.tool_results {
+            if r.error.is_some() && !self.reported.contains(&r.call.id) {
+                let mut f = self.frame(TOOL_FAILED);
+                f.tool_result = Some(ResultOut::of(r));
+                out.push(Frame::json(&f));
+            }
+        }
+        self.reported.clear();
+        let failed = step.llm_response.stop_reason.is_failure();
+        let mut f = self.frame(if failed { STEP_FAILED } else { STEP_COMPLETED });
+        f.step = Some(StepOut::of(step));
+        f.error = failed.then(|| step.llm_response.failure_text());
+        out.push(Frame::json(&f));
+        self.last_step = Some(step.clone());
+    }
+
+    /// Remembers the run's failure; `agent.step.failed` unless it is a model failure, which its
+    /// failed step reports.
+    fn failure(&mut self, error: &str, message: Option<&Message>, out: &mut Vec<Frame>) {
+        self.error = Some(error.to_owned());
+        let model_failure =
+            matches!(message, Some(Message::Assistant(m)) if m.stop_reason.is_failure());
+        if !model_failure {
+            let mut f = self.frame(STEP_FAILED);
+            f.error = Some(error);
+            out.push(Frame::json(&f));
+        }
+    }
+
+    /// `agent.run.completed`: the run's current step if it ended, its error if it failed, its
+    /// status, usage and cost. The next run starts afresh.
+    fn session_end(
+        &mut self,
+        status: SessionStatus,
+        usage: &Usage,
+        cost: &Cost,
+        out: &mut Vec<Frame>,
+    ) {
+        let mut f = self.frame(RUN_COMPLETED);
+        let current = self
+            .last_step
+            .as_deref()
+            .filter(|s| i64::from(s.step_index) == self.step_index && s.step_id == self.step_id);
+        f.step = current.map(StepOut::of);
+        f.error = match status {
+            SessionStatus::Error | SessionStatus::Aborted | SessionStatus::MaxTurns => {
+                Some(self.error.as_deref().unwrap_or(match status {
+                    SessionStatus::Aborted => "the run was aborted",
+                    SessionStatus::MaxTurns => "the run reached its max_turns limit",
+                    _ => "the run failed",
+                }))
+            }
+            _ => None,
+        };
+        f.annotations.status = Some(status);
+        f.annotations.usage = Some(usage);
+        f.annotations.cost = Some(cost);
+        out.push(Frame::json(&f));
+        self.last_step = None;
+        self.error = None;
+    }
 }
 
 impl Default for AceaiEncoder {
@@ -234,24 +357,9 @@ impl Encoder for AceaiEncoder {
                     Some(CallOut { arguments_delta: Some(delta), ..CallOut::new(id, name) });
                 out.push(Frame::json(&f));
             }
-            AgentEvent::MessageEnd { message } => {
-                // Only a complete response: a failed call's partial is on its failed step.
-                if let Message::Assistant(m) = &**message
-                    && !m.stop_reason.is_failure()
-                {
-                    let mut f = self.frame(LLM_COMPLETED);
-                    f.step = Some(StepOut::completed_message(self.step_index, &self.step_id, m));
-                    out.push(Frame::json(&f));
-                }
-            }
+            AgentEvent::MessageEnd { message } => self.message_end(message, out),
             AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args } => {
-                self.running.push((tool_call_id.clone(), tool_name.clone(), args.clone()));
-                let mut f = self.frame(TOOL_STARTED);
-                f.tool_call = Some(CallOut {
-                    arguments: Some(args),
-                    ..CallOut::new(tool_call_id, tool_name)
-                });
-                out.push(Frame::json(&f));
+                self.tool_execution_start(tool_call_id, tool_name, args, out);
             }
             AgentEvent::ToolExecutionDelta { tool_call_id, delta } => {
                 let mut f = self.frame(TOOL_OUTPUT);
@@ -260,20 +368,8 @@ impl Encoder for AceaiEncoder {
                 out.push(Frame::json(&f));
             }
             AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, output, details, is_error } => {
-                let args = self
-                    .running
-                    .iter()
-                    .position(|(id, _, _)| id == tool_call_id)
-                    .map(|i| self.running.swap_remove(i).2);
-                self.reported.push(tool_call_id.clone());
-                let mut f = self.frame(if *is_error { TOOL_FAILED } else { TOOL_COMPLETED });
-                let call =
-                    CallOut { arguments: args.as_deref(), ..CallOut::new(tool_call_id, tool_name) };
-                let mut result = ResultOut::new(call, output);
-                result.error = is_error.then_some(output.as_str());
-                result.details = details.as_deref();
-                f.tool_result = Some(result);
-                out.push(Frame::json(&f));
+                let details = details.as_deref();
+                self.tool_execution_end(tool_call_id, tool_name, output, details, *is_error, out);
             }
             AgentEvent::ApprovalRequired { tool_calls, .. } => {
                 for call in tool_calls {
@@ -288,61 +384,10 @@ impl Encoder for AceaiEncoder {
                 f.annotations.tool_calls = Some(tool_calls.iter().map(CallOut::of).collect());
                 out.push(Frame::json(&f));
             }
-            AgentEvent::StepEnd { step } => {
-                self.step_index = i64::from(step.step_index);
-                self.step_id.clone_from(&step.step_id);
-                // Every other error result the model receives: calls that never ran (unknown
-                // tool, invalid arguments, denied, blocked), remote errors, and executions this
-                // stream did not see end (it started with a resumed run).
-                for r in &step.tool_results {
-                    if r.error.is_some() && !self.reported.contains(&r.call.id) {
-                        let mut f = self.frame(TOOL_FAILED);
-                        f.tool_result = Some(ResultOut::of(r));
-                        out.push(Frame::json(&f));
-                    }
-                }
-                self.reported.clear();
-                let failed = step.llm_response.stop_reason.is_failure();
-                let mut f = self.frame(if failed { STEP_FAILED } else { STEP_COMPLETED });
-                f.step = Some(StepOut::of(step));
-                f.error = failed.then(|| step.llm_response.failure_text());
-                out.push(Frame::json(&f));
-                self.last_step = Some(step.clone());
-            }
-            AgentEvent::Error { error, message } => {
-                self.error = Some(error.clone());
-                let model_failure = matches!(
-                    message.as_deref(),
-                    Some(Message::Assistant(m)) if m.stop_reason.is_failure()
-                );
-                if !model_failure {
-                    let mut f = self.frame(STEP_FAILED);
-                    f.error = Some(error);
-                    out.push(Frame::json(&f));
-                }
-            }
+            AgentEvent::StepEnd { step } => self.step_end(step, out),
+            AgentEvent::Error { error, message } => self.failure(error, message.as_deref(), out),
             AgentEvent::SessionEnd { status, usage, cost, .. } => {
-                let mut f = self.frame(RUN_COMPLETED);
-                let current = self.last_step.as_deref().filter(|s| {
-                    i64::from(s.step_index) == self.step_index && s.step_id == self.step_id
-                });
-                f.step = current.map(StepOut::of);
-                f.error = match status {
-                    SessionStatus::Error | SessionStatus::Aborted | SessionStatus::MaxTurns => {
-                        Some(self.error.as_deref().unwrap_or(match status {
-                            SessionStatus::Aborted => "the run was aborted",
-                            SessionStatus::MaxTurns => "the run reached its max_turns limit",
-                            _ => "the run failed",
-                        }))
-                    }
-                    _ => None,
-                };
-                f.annotations.status = Some(*status);
-                f.annotations.usage = Some(usage);
-                f.annotations.cost = Some(cost);
-                out.push(Frame::json(&f));
-                self.last_step = None;
-                self.error = None;
+                self.session_end(*status, usage, cost, out);
             }
             AgentEvent::StateSnapshot { .. }
             | AgentEvent::StateUpdate { .. }

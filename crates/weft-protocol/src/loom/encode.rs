@@ -434,6 +434,126 @@ impl LoomEncoder {
     fn simple(&mut self, kind: &str, payload: Fields, out: &mut Vec<Frame>) {
         self.frame(kind, payload, Node::Current, out);
     }
+
+    /// `node_enter`: a node run opens.
+    fn node_enter(&mut self, name: &str, node_id: &str, out: &mut Vec<Frame>) {
+        self.nodes.push(OpenNode {
+            name: name.to_owned(),
+            node_id: node_id.to_owned(),
+            delivered: Vec::new(),
+        });
+        self.simple("node_enter", Fields::new().put("id", name), out);
+    }
+
+    /// `node_exit`: a node run closes, with the results it handed to the model.
+    fn node_exit(&mut self, name: &str, node_id: &str, error: Option<&str>, out: &mut Vec<Frame>) {
+        let delivered = match self.nodes.iter().rposition(|n| n.node_id == *node_id) {
+            Some(i) => self.nodes.remove(i).delivered,
+            None => Vec::new(),
+        };
+        let result = match error {
+            None => json("Ok"),
+            Some(e) => Fields::new().put("Err", e).object(),
+        };
+        let mut payload = Fields::new().put("id", name).raw("result", &result);
+        if !delivered.is_empty() {
+            payload = payload.put("tool_results", &delivered);
+        }
+        self.frame("node_exit", payload, Node::Id(Some(node_id)), out);
+    }
+
+    /// `usage` for an assistant message (noted with its node run, for the reply), the result
+    /// frames for a tool result; nothing for a user message.
+    fn message_end(&mut self, shared: &Arc<Message>, out: &mut Vec<Frame>) {
+        match &**shared {
+            Message::User(_) => {}
+            Message::Assistant(m) => {
+                let u = &m.usage;
+                let prompt = u.total_input();
+                let completion = u.output;
+                let payload = Fields::new()
+                    .put("prompt_tokens", &prompt)
+                    .put("completion_tokens", &completion)
+                    .put("total_tokens", &prompt.saturating_add(completion));
+                self.simple("usage", payload, out);
+                let node = self.current_id().map(str::to_string);
+                self.assistant_nodes.push((Arc::clone(shared), node));
+            }
+            Message::ToolResult(r) => self.tool_result(r, out),
+        }
+    }
+
+    /// A `tool_call_chunk` of a call's arguments (none for an empty delta).
+    fn toolcall_delta(&mut self, index: u32, delta: &str, out: &mut Vec<Frame>) {
+        if delta.is_empty() {
+            return;
+        }
+        let call = self.calls.get(&index);
+        let payload = Fields::new()
+            .put_opt("call_id", call.map(|c| c.0.as_str()))
+            .put_opt("name", call.map(|c| c.1.as_str()))
+            .put("arguments_delta", delta);
+        self.simple("tool_call_chunk", payload, out);
+    }
+
+    /// A `tool_output` chunk of a local execution (none for an empty delta).
+    fn tool_execution_delta(&mut self, tool_call_id: &str, delta: &str, out: &mut Vec<Frame>) {
+        if delta.is_empty() {
+            return;
+        }
+        let name = self.tool_names.get(tool_call_id).map_or("", String::as_str);
+        let payload =
+            Fields::new().put("call_id", tool_call_id).put("name", name).put("content", delta);
+        self.simple("tool_output", payload, out);
+    }
+
+    /// `tool_end` for a local execution, whose result is kept until the model is handed it.
+    fn tool_execution_end(
+        &mut self,
+        tool_call_id: &str,
+        tool_name: &str,
+        output: &str,
+        is_error: bool,
+        out: &mut Vec<Frame>,
+    ) {
+        let payload = Fields::new()
+            .put("call_id", tool_call_id)
+            .put("name", tool_name)
+            .put("result", output)
+            .put("is_error", &is_error);
+        self.simple("tool_end", payload, out);
+        self.executed.push(Executed {
+            call_id: tool_call_id.to_owned(),
+            output: output.to_owned(),
+            is_error,
+        });
+    }
+
+    /// A `checkpoint` frame.
+    fn checkpoint(&mut self, taken: &CheckpointTaken, out: &mut Vec<Frame>) {
+        let CheckpointTaken { checkpoint_id, thread_id, checkpoint_ns, step, timestamp, state } =
+            taken;
+        let payload = Fields::new()
+            .put("checkpoint_id", checkpoint_id)
+            .put("timestamp", timestamp)
+            .put("step", step)
+            .put("state", state)
+            .put("thread_id", thread_id)
+            .put("checkpoint_ns", checkpoint_ns);
+        self.simple("checkpoint", payload, out);
+    }
+
+    /// A reasoning mode's progress frame, of the kind the progress names.
+    fn progress(&mut self, progress: &ModeProgress, out: &mut Vec<Frame>) {
+        let payload = Fields::members(progress.fields());
+        // `got_expand`'s payload has a `node_id` (the expanded graph node), which would
+        // collide with the envelope's: that frame goes without the envelope `node_id`.
+        let node = match progress {
+            ModeProgress::GotExpand { .. } => Node::Id(None),
+            _ => Node::Current,
+        };
+        self.frame(progress.kind(), payload, node, out);
+    }
 }
 
 /// `{"kind": kind, key: value}`, in that order.
@@ -489,48 +609,14 @@ impl Encoder for LoomEncoder {
                 self.session_id.get_or_insert_with(|| session_id.clone());
                 self.tool_calls("tool_approval", tool_calls, out);
             }
-            AgentEvent::NodeEnter { name, node_id } => {
-                self.nodes.push(OpenNode {
-                    name: name.clone(),
-                    node_id: node_id.clone(),
-                    delivered: Vec::new(),
-                });
-                self.simple("node_enter", Fields::new().put("id", name), out);
-            }
+            AgentEvent::NodeEnter { name, node_id } => self.node_enter(name, node_id, out),
             AgentEvent::NodeExit { name, node_id, error } => {
-                let delivered = match self.nodes.iter().rposition(|n| n.node_id == *node_id) {
-                    Some(i) => self.nodes.remove(i).delivered,
-                    None => Vec::new(),
-                };
-                let result = match error {
-                    None => json("Ok"),
-                    Some(e) => Fields::new().put("Err", e).object(),
-                };
-                let mut payload = Fields::new().put("id", name).raw("result", &result);
-                if !delivered.is_empty() {
-                    payload = payload.put("tool_results", &delivered);
-                }
-                self.frame("node_exit", payload, Node::Id(Some(node_id)), out);
+                self.node_exit(name, node_id, error.as_deref(), out);
             }
             AgentEvent::StepStart { .. }
             | AgentEvent::StepEnd { .. }
             | AgentEvent::MessageStart { .. } => {}
-            AgentEvent::MessageEnd { message: shared } => match &**shared {
-                Message::User(_) => {}
-                Message::Assistant(m) => {
-                    let u = &m.usage;
-                    let prompt = u.total_input();
-                    let completion = u.output;
-                    let payload = Fields::new()
-                        .put("prompt_tokens", &prompt)
-                        .put("completion_tokens", &completion)
-                        .put("total_tokens", &prompt.saturating_add(completion));
-                    self.simple("usage", payload, out);
-                    let node = self.current_id().map(str::to_string);
-                    self.assistant_nodes.push((Arc::clone(shared), node));
-                }
-                Message::ToolResult(r) => self.tool_result(r, out),
-            },
+            AgentEvent::MessageEnd { message: shared } => self.message_end(shared, out),
             AgentEvent::TextStart { index } => {
                 self.block(false, *index);
             }
@@ -549,17 +635,7 @@ impl Encoder for LoomEncoder {
                     Fields::new().put("call_id", id).put("name", name).put("arguments_delta", "");
                 self.simple("tool_call_chunk", payload, out);
             }
-            AgentEvent::ToolcallDelta { index, delta } => {
-                if delta.is_empty() {
-                    return;
-                }
-                let call = self.calls.get(index);
-                let payload = Fields::new()
-                    .put_opt("call_id", call.map(|c| c.0.as_str()))
-                    .put_opt("name", call.map(|c| c.1.as_str()))
-                    .put("arguments_delta", delta);
-                self.simple("tool_call_chunk", payload, out);
-            }
+            AgentEvent::ToolcallDelta { index, delta } => self.toolcall_delta(*index, delta, out),
             AgentEvent::ToolcallEnd { index, tool_call } => {
                 self.calls.remove(index);
                 self.tool_names.insert(tool_call.id.clone(), tool_call.name.clone());
@@ -571,28 +647,10 @@ impl Encoder for LoomEncoder {
                 self.simple("tool_start", payload, out);
             }
             AgentEvent::ToolExecutionDelta { tool_call_id, delta } => {
-                if delta.is_empty() {
-                    return;
-                }
-                let name = self.tool_names.get(tool_call_id).map_or("", String::as_str);
-                let payload = Fields::new()
-                    .put("call_id", tool_call_id)
-                    .put("name", name)
-                    .put("content", delta);
-                self.simple("tool_output", payload, out);
+                self.tool_execution_delta(tool_call_id, delta, out);
             }
             AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, output, is_error, .. } => {
-                let payload = Fields::new()
-                    .put("call_id", tool_call_id)
-                    .put("name", tool_name)
-                    .put("result", output)
-                    .put("is_error", is_error);
-                self.simple("tool_end", payload, out);
-                self.executed.push(Executed {
-                    call_id: tool_call_id.clone(),
-                    output: output.clone(),
-                    is_error: *is_error,
-                });
+                self.tool_execution_end(tool_call_id, tool_name, output, *is_error, out);
             }
             AgentEvent::StateSnapshot { state } => {
                 self.simple("values", Fields::new().put("state", state), out);
@@ -600,34 +658,8 @@ impl Encoder for LoomEncoder {
             AgentEvent::StateUpdate { name, state } => {
                 self.simple("updates", Fields::new().put("id", name).put("state", state), out);
             }
-            AgentEvent::Checkpoint(taken) => {
-                let CheckpointTaken {
-                    checkpoint_id,
-                    thread_id,
-                    checkpoint_ns,
-                    step,
-                    timestamp,
-                    state,
-                } = &**taken;
-                let payload = Fields::new()
-                    .put("checkpoint_id", checkpoint_id)
-                    .put("timestamp", timestamp)
-                    .put("step", step)
-                    .put("state", state)
-                    .put("thread_id", thread_id)
-                    .put("checkpoint_ns", checkpoint_ns);
-                self.simple("checkpoint", payload, out);
-            }
-            AgentEvent::Progress(progress) => {
-                let payload = Fields::members(progress.fields());
-                // `got_expand`'s payload has a `node_id` (the expanded graph node), which would
-                // collide with the envelope's: that frame goes without the envelope `node_id`.
-                let node = match progress {
-                    ModeProgress::GotExpand { .. } => Node::Id(None),
-                    _ => Node::Current,
-                };
-                self.frame(progress.kind(), payload, node, out);
-            }
+            AgentEvent::Checkpoint(taken) => self.checkpoint(taken, out),
+            AgentEvent::Progress(progress) => self.progress(progress, out),
             AgentEvent::Custom { value } => {
                 self.simple("custom", Fields::new().put("value", value), out);
             }
