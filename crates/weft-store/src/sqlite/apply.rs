@@ -4,7 +4,7 @@ use sqlx::sqlite::SqliteConnection;
 use weft_core::message::now_ms;
 use weft_core::store::{Checkpoint, StoreError};
 
-use super::writer::{Done, Op, OpResult, Wake};
+use super::ops::{Done, Op, OpResult, Wake};
 use crate::codec::{
     self, EncodedCommit, EncodedEvent, EncodedHead, EncodedRun, Position, backend, column,
     column_u64, to_i64,

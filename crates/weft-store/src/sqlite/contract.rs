@@ -14,7 +14,7 @@ use weft_core::store::{
 
 use super::SqliteStore;
 use super::apply::clock_ms;
-use super::writer::{Done, Op};
+use super::ops::{Done, Op};
 use crate::codec::{self, column, limit_i64, to_i64};
 use crate::hub;
 use crate::rows;

@@ -42,13 +42,15 @@ use crate::rows;
 
 mod apply;
 mod contract;
+mod ops;
 mod poller;
 mod schema;
 mod writer;
 
+use ops::{Done, Job, Op};
 use poller::poll_loop;
 use schema::{enable_wal, migrate};
-use writer::{Done, Job, Op, write_loop};
+use writer::write_loop;
 
 /// Where the default store lives: `$WEFT_HOME/weft.db`, `WEFT_HOME` defaulting to `~/.weft`.
 /// Creates the directory.
