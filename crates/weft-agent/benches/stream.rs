@@ -207,7 +207,7 @@ fn text_scenario(rt: &tokio::runtime::Runtime, layers: bool) {
         let provider = FauxProvider::new(FauxScript::new([turn.clone()]));
         rt.block_on(async {
             let start = Instant::now();
-            let request = ModelRequest { session_id: "bare".into(), ..ModelRequest::default() };
+            let request = ModelRequest::default();
             let mut stream = provider.stream(request, CancellationToken::new());
             let mut seen = 0u64;
             while let Some(event) = stream.next().await {

@@ -1,5 +1,6 @@
-//! One tool call run to its terminal event (output cut at the tool's limit, a panic or a
-//! timeout made an error), and its end reported: what the run and a graph node's loop share.
+//! Tool calls run: a batch of a turn's calls together ([`run_batch`]), each to its terminal event
+//! (output cut at the tool's limit, a panic or a timeout made an error), and its end reported:
+//! what the run and a graph node's loop share.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -7,9 +8,14 @@ use std::time::Instant;
 
 use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 use weft_core::{
     AgentEvent, ToolCall, ToolExecutionResult, ToolResultMessage, UserContent, now_ms,
 };
+use weft_llm::CancellationToken;
+
+use crate::content::EventSink;
+use crate::context::AgentInner;
 
 use crate::tool::{
     DEFAULT_MAX_OUTPUT, ToolContext, ToolError, ToolEvent, ToolOutput, floor_char_boundary,
@@ -122,4 +128,107 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     } else {
         "(no message)".to_string()
     }
+}
+
+/// Runs `calls` together, each in a task of its own (a panic, a timeout or an abort touches only
+/// that call), reporting their events to `events` as they come. `base` is what every call is
+/// told of its run (its call id and cancellation are its own, a child of `cancel`). Returns one
+/// outcome per call, in the model's order, and whether `cancel` aborted the batch (calls it
+/// stopped are answered "the run was aborted").
+pub(crate) async fn run_batch(
+    agent: &AgentInner,
+    calls: &[ToolCall],
+    base: &ToolContext,
+    cancel: &CancellationToken,
+    events: &mut impl EventSink,
+) -> (Vec<ToolOutcome>, bool) {
+    let local_tools = agent.tools.snapshot();
+    let (tx, mut rx) = mpsc::channel::<(usize, ToolEvent)>(256);
+    let mut tasks = JoinSet::new();
+    let mut started = Vec::with_capacity(calls.len());
+    for (i, call) in calls.iter().enumerate() {
+        events
+            .event(AgentEvent::ToolExecutionStart {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                args: call.arguments.clone(),
+            })
+            .await;
+        started.push((now_ms(), Instant::now()));
+        let Some(local) = local_tools.get(&call.name) else {
+            let error = ToolError::failed(format!("Tool {} not found", call.name));
+            let _ = tx.try_send((i, ToolEvent::Error(error)));
+            continue;
+        };
+        let tool = local.tool.clone();
+        let timeout = tool.timeout().unwrap_or(agent.config.tool_timeout);
+        let ctx =
+            ToolContext { call_id: call.id.clone(), cancel: cancel.child_token(), ..base.clone() };
+        // The tool takes its arguments by value (a typed tool moves them into its own type).
+        let args = serde_json::Value::clone(&call.arguments);
+        tasks.spawn(run_one(i, tool, args, ctx, timeout, tx.clone()));
+    }
+    drop(tx);
+
+    let mut outcomes: Vec<Option<ToolOutcome>> = vec![None; calls.len()];
+    let mut remaining = calls.len();
+    let mut aborted = false;
+    while remaining > 0 {
+        let next = match rx.try_recv() {
+            Ok(item) => Some(item),
+            Err(_) => {
+                events.idle().await;
+                tokio::select! {
+                    item = rx.recv() => item,
+                    () = cancel.cancelled() => { aborted = true; None }
+                }
+            }
+        };
+        let Some((i, event)) = next else { break };
+        let call = &calls[i];
+        let result = match event {
+            ToolEvent::Delta(delta) => {
+                let tool_call_id = call.id.clone();
+                events.event(AgentEvent::ToolExecutionDelta { tool_call_id, delta }).await;
+                continue;
+            }
+            ToolEvent::Complete(out) => Ok(out),
+            // A tool that stopped because the run was aborted: the abort answers it, not the
+            // tool's own words, whichever of the two this loop happened to see first.
+            ToolEvent::Error(ToolError::Cancelled(_)) if cancel.is_cancelled() => {
+                aborted = true;
+                break;
+            }
+            ToolEvent::Error(error) => Err(error),
+        };
+        if outcomes[i].is_none() {
+            remaining -= 1;
+            let (end, outcome) = finish_call(call, result, started[i]);
+            events.event(end).await;
+            outcomes[i] = Some(outcome);
+        }
+    }
+    if aborted {
+        tasks.abort_all();
+    }
+    // Every call has its outcome: those the abort stopped (or, should a task end without a
+    // word, those it left) are answered here.
+    let mut answered = Vec::with_capacity(calls.len());
+    for ((call, outcome), started) in calls.iter().zip(outcomes).zip(started) {
+        let outcome = match outcome {
+            Some(outcome) => outcome,
+            None => {
+                let error = if aborted {
+                    ToolError::Cancelled("the run was aborted".into())
+                } else {
+                    ToolError::failed("The tool ended without a result")
+                };
+                let (end, outcome) = finish_call(call, Err(error), started);
+                events.event(end).await;
+                outcome
+            }
+        };
+        answered.push(outcome);
+    }
+    (answered, aborted)
 }

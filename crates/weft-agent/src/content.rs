@@ -1,7 +1,71 @@
-//! A model's streamed content as agent events: what the run and a graph node's loop share.
+//! A model's streamed content as agent events, and where the events of a model call or a batch
+//! of tool calls go ([`EventSink`]): what the run and a graph node's loop share.
 
-use weft_core::{AgentEvent, AssistantContent};
-use weft_llm::ContentDelta;
+use futures::{FutureExt, StreamExt};
+use weft_core::{AgentEvent, AssistantContent, AssistantMessage, StopReason};
+use weft_llm::{ContentDelta, ProviderStream, StreamEvent};
+
+/// Where the events of a model call ([`stream_message`]) or a batch of tool calls
+/// ([`crate::calls::run_batch`]) go: the run's emitter, or a graph node's channel to the run.
+pub(crate) trait EventSink {
+    /// One event.
+    async fn event(&mut self, event: AgentEvent);
+    /// Nothing is ready: the caller waits for the model or the tools (what is buffered may go
+    /// out now).
+    async fn idle(&mut self);
+}
+
+/// Streams one model call's content to `sink` and returns its final message. Every block
+/// started is ended: after a failure mid-block, with its partial content.
+pub(crate) async fn stream_message(
+    mut stream: ProviderStream,
+    sink: &mut impl EventSink,
+) -> AssistantMessage {
+    // Blocks started and not yet ended.
+    let mut open: Vec<u32> = Vec::new();
+    loop {
+        let event = match stream.next().now_or_never() {
+            Some(event) => event,
+            None => {
+                // The model is thinking: hand over what is queued before waiting.
+                sink.idle().await;
+                stream.next().await
+            }
+        };
+        let Some(event) = event else {
+            // ProviderStream always ends with a terminal event; should it not, the partial is
+            // still kept.
+            let mut message = stream.partial().clone();
+            message.stop_reason = StopReason::Error;
+            message.error_message = Some("the model's stream ended early".into());
+            return message;
+        };
+        match event {
+            StreamEvent::Content(delta) => {
+                match &delta {
+                    ContentDelta::TextStart { index }
+                    | ContentDelta::ThinkingStart { index }
+                    | ContentDelta::ToolCallStart { index, .. } => open.push(*index),
+                    ContentDelta::TextEnd { index }
+                    | ContentDelta::ThinkingEnd { index }
+                    | ContentDelta::ToolCallEnd { index } => open.retain(|i| i != index),
+                    _ => {}
+                }
+                if let Some(event) = content_event(delta, &stream.partial().content) {
+                    sink.event(event).await;
+                }
+            }
+            StreamEvent::Done(message) | StreamEvent::Error(message) => {
+                for index in open {
+                    if let Some(event) = end_event(index, &message.content) {
+                        sink.event(event).await;
+                    }
+                }
+                return *message;
+            }
+        }
+    }
+}
 
 /// The agent event for a content delta (`None` for signature parts, which are reported whole on
 /// `thinking_end`); `*_end` events carry the block's whole content.

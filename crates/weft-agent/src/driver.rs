@@ -21,13 +21,10 @@ use crate::error::{AgentError, ExecuteError};
 use crate::execute::{Emitter, ExecuteResult, ExecuteStream};
 use crate::identity::ProcessIdentity;
 use crate::lease::Lease;
-use crate::options::{
-    OPTION_MAX_TURNS, OPTION_RUN_AFTER_SEQ, SessionOptions, session_max_turns, set_option,
-};
+use crate::options::SessionOptions;
 use crate::run::Run;
 use crate::session::{HANDOVER_POLL, HANDOVER_WAIT, Refusal, Reloaded, SessionHandle, Shared};
-use weft_loop::Machine;
-use weft_loop::OPTION_MODE;
+use weft_loop::{Machine, SessionSettings};
 
 /// The agent's operations on its shared context. Cheap to clone.
 #[derive(Clone)]
@@ -167,13 +164,12 @@ impl Driver {
             .or_else(|| named.and_then(|p| p.model.clone()))
             .unwrap_or_else(|| self.inner.config.model.clone());
         let mut session = Session::new(id, provider_name, model);
-        if let Some(mode) = options.mode.as_ref().filter(|m| !m.is_react()) {
-            let mode = serde_json::to_value(mode).unwrap_or_default();
-            set_option(&mut session.options, OPTION_MODE, mode);
-        }
-        if let Some(max_turns) = options.max_turns {
-            set_option(&mut session.options, OPTION_MAX_TURNS, max_turns.max(1).into());
-        }
+        let settings = SessionSettings {
+            max_turns: options.max_turns,
+            mode: options.mode.unwrap_or_default(),
+            run_after_seq: None,
+        };
+        settings.write(&mut session.options);
         session.system_prompt =
             options.system_prompt.or_else(|| self.inner.config.system_prompt.clone());
         session.tools = options.tools;
@@ -453,10 +449,12 @@ impl Driver {
                 ))
                 .into());
             }
-            let max_turns = session_max_turns(&state.session.options).unwrap_or(config.max_turns);
-            let mode = self.inner.modes.of_options(&state.session.options);
-            let mut machine =
-                Machine::with_mode(max_turns, millis(config.remote_tool_timeout), mode);
+            let settings = SessionSettings::read(&state.session.options, &self.inner.modes);
+            let mut machine = Machine::for_session(
+                &settings,
+                config.max_turns,
+                millis(config.remote_tool_timeout),
+            );
             let start_len = state.session.messages.len();
             let tools = self.inner.tools.snapshot();
             let is_message = matches!(input, Input::User(_));
@@ -482,7 +480,7 @@ impl Driver {
                 .map(|message| (message, start_len as u64));
             state.session.status = SessionStatus::Running;
             // Where this execution's events start, committed with its start.
-            set_option(&mut state.session.options, OPTION_RUN_AFTER_SEQ, hub.last_seq().into());
+            SessionSettings::record_run_after_seq(&mut state.session.options, hub.last_seq());
             state.run = Some(cancel.clone());
             let commit = session.shared.store.is_some().then(|| state.prepare_commit());
             let id = state.session.id.clone();
@@ -626,12 +624,13 @@ impl Driver {
             if state.run.is_some() || state.session.status != SessionStatus::Running {
                 None
             } else {
-                let max_turns =
-                    session_max_turns(&state.session.options).unwrap_or(config.max_turns);
-                let mode = self.inner.modes.of_options(&state.session.options);
-                let mut machine =
-                    Machine::with_mode(max_turns, millis(config.remote_tool_timeout), mode);
-                set_option(&mut state.session.options, OPTION_RUN_AFTER_SEQ, after_seq.into());
+                let settings = SessionSettings::read(&state.session.options, &self.inner.modes);
+                let mut machine = Machine::for_session(
+                    &settings,
+                    config.max_turns,
+                    millis(config.remote_tool_timeout),
+                );
+                SessionSettings::record_run_after_seq(&mut state.session.options, after_seq);
                 let start_len = state.session.messages.len();
                 let tools = self.inner.tools.snapshot();
                 let replay_safe =

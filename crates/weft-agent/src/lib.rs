@@ -28,6 +28,7 @@
 //! # });
 //! ```
 
+mod admission;
 mod agent;
 mod builder;
 mod calls;
@@ -44,6 +45,7 @@ mod graph;
 mod hub;
 mod identity;
 mod lease;
+mod model;
 mod options;
 mod outcome;
 mod run;
@@ -79,5 +81,5 @@ pub use tool::{
 pub use weft_core::ToolContent;
 pub use weft_loop::{
     Action, CustomMode, Decision, GotOptions, Mode, ModeError, ModeKind, Modes, NodeOutcome,
-    OPTION_MODE, React, Ready, Reasoning, Search, TotOptions,
+    OPTION_MODE, React, Ready, Reasoning, Search, SessionSettings, TotOptions,
 };

@@ -1,17 +1,11 @@
-//! What a session keeps in its `options` (its own turn limit, its mode, where its last run's
-//! events start) and how a new session is asked for ([`SessionOptions`]).
+//! How a new session is asked for ([`SessionOptions`]), and the keys of its `options` that are
+//! not run settings (those are `weft_loop::SessionSettings`, typed).
 
 use std::sync::Arc;
 
 use weft_core::{Message, ToolSpec};
 
-/// The key of a session's `options` that holds its own limit of model calls per run.
-pub const OPTION_MAX_TURNS: &str = "maxTurns";
-/// The key of a session's `options` that holds the seq after which the events of its current
-/// (or last) execution start: the last event before that execution's `session_start`. Set when
-/// an execution starts and committed with its start, so a reader attaching to the live or last
-/// run subscribes from there without scanning the log.
-pub const OPTION_RUN_AFTER_SEQ: &str = "runAfterSeq";
+pub use weft_loop::{OPTION_MAX_TURNS, OPTION_RUN_AFTER_SEQ};
 /// The checkpoint namespace of abort requests: a checkpoint `(session, ABORT_NAMESPACE, run id)`
 /// asks the process running that run to abort it.
 pub const ABORT_NAMESPACE: &str = "weft.abort";
@@ -19,12 +13,12 @@ pub const ABORT_NAMESPACE: &str = "weft.abort";
 /// The seq after which the current or last execution's events start, as recorded in a session's
 /// `options` ([`OPTION_RUN_AFTER_SEQ`]); `None` for a session that has not recorded it.
 pub fn run_after_seq(options: &serde_json::Value) -> Option<u64> {
-    options.get(OPTION_RUN_AFTER_SEQ)?.as_u64()
+    weft_loop::run_after_seq(options)
 }
 
 /// A session's own limit of model calls per run ([`OPTION_MAX_TURNS`]), if it has one.
 pub fn session_max_turns(options: &serde_json::Value) -> Option<u32> {
-    options.get(OPTION_MAX_TURNS)?.as_u64().map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+    weft_loop::max_turns(options)
 }
 
 /// Removes `key` from a session's `options`.

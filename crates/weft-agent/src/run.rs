@@ -9,27 +9,26 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::{FutureExt, StreamExt};
+use futures::FutureExt;
 use tokio::sync::mpsc;
-use tokio::task::JoinSet;
 use weft_core::{
     AgentEvent, AssistantMessage, Cost, Message, MessageSpan, Role, SessionStatus, ToolCall, Usage,
     now_ms,
 };
-use weft_llm::{CancellationToken, ContentDelta, ModelRequest, ProviderStream, StreamEvent};
+use weft_llm::{CancellationToken, ModelRequest};
+use weft_loop::{
+    CompletedTurn, Disposition, Machine, Next, NodeLoop, NodeOutcome, Progress, Ready,
+};
 
-use crate::calls::{finish_call, panic_message, run_one};
-use crate::catalog::{Catalog, Resolved};
-use crate::config::ToolGate;
-use crate::content::{content_event, end_event};
+use crate::calls::{panic_message, run_batch};
+use crate::catalog::Catalog;
+use crate::content::{EventSink, stream_message};
 use crate::context::AgentInner;
 use crate::execute::{Emitter, ExecuteResult};
 use crate::graph::{GraphMsg, GraphNodeRun};
 use crate::outcome::{Ending, FailureKind};
 use crate::session::SessionHandle;
-use crate::tool::{ToolContext, ToolError, ToolEvent, ToolOutput};
-use weft_loop::{CompletedTurn, Disposition, Machine, Next, Progress, ToolOutcome};
-use weft_loop::{NodeOutcome, Ready};
+use crate::tool::ToolContext;
 
 /// A model call made in a node run of its own ([`Run::model_node`]).
 struct ModelNode {
@@ -52,6 +51,8 @@ pub(crate) struct Run {
     cancel: CancellationToken,
     start_len: usize,
     session_id: String,
+    /// The scope its model calls are opened in: the session's id.
+    scope: Arc<str>,
     /// What decided the run's end so far: its result's `outcome` and `error`.
     ending: Ending,
     /// The run's lease, when a store keeps the session.
@@ -76,7 +77,9 @@ impl Run {
         start_len: usize,
     ) -> Self {
         let session_id = session.id();
+        let scope = Arc::from(session_id.as_str());
         Self {
+            scope,
             agent,
             session,
             machine,
@@ -462,16 +465,7 @@ impl Run {
             if let Some((_, guidance)) = &guided {
                 messages.push(Message::User(weft_core::UserMessage::text(guidance.clone())));
             }
-            let request = ModelRequest {
-                session_id: s.id.clone(),
-                model: s.model.clone(),
-                system_prompt: s.system_prompt.clone(),
-                messages,
-                tools,
-                temperature: agent.config.temperature,
-                max_tokens: agent.config.max_tokens,
-                prices: None,
-            };
+            let request = crate::model::request(&agent, s, messages, tools);
             let node_id = self.machine.node_id(s, name);
             (request, s.step_count, agent.provider_for(&s.provider), node_id)
         };
@@ -534,8 +528,8 @@ impl Run {
         self.emitter.emit(AgentEvent::MessageStart { role: Role::Assistant });
         let started_at = now_ms();
         let clock = Instant::now();
-        let stream = provider.stream(request, self.cancel.child_token());
-        let message = self.stream_message(stream).await;
+        let stream = crate::model::open(provider, &self.scope, request, self.cancel.child_token());
+        let message = stream_message(stream, &mut RunSink(&mut self.emitter)).await;
         let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
         let failure = message.stop_reason.is_failure().then(|| message.failure_text().to_string());
         ModelNode { before, step_id, started_at, latency_ms, message, failure }
@@ -549,16 +543,7 @@ impl Run {
             let s = &self.session.lock().session;
             let mut messages = weft_core::History::new();
             messages.push(Message::User(weft_core::UserMessage::text(prompt)));
-            let request = ModelRequest {
-                session_id: s.id.clone(),
-                model: s.model.clone(),
-                system_prompt: s.system_prompt.clone(),
-                messages,
-                tools: Vec::new(),
-                temperature: agent.config.temperature,
-                max_tokens: agent.config.max_tokens,
-                prices: None,
-            };
+            let request = crate::model::request(&agent, s, messages, Vec::new());
             let node_id = self.machine.node_id(s, name);
             (request, s.step_count, agent.provider_for(&s.provider), node_id)
         };
@@ -660,25 +645,16 @@ impl Run {
     /// (in the order nodes become ready), the rest in a task of its own.
     fn start_graph_node(&mut self, node: Ready, tx: mpsc::Sender<GraphMsg>) {
         let agent = self.agent.clone();
-        let (request, provider, node_id) = {
+        let graph_id = node.id.clone();
+        let (request, provider, node_id, node) = {
             let s = &self.session.lock().session;
-            let mut messages = weft_core::History::new();
-            messages.push(Message::User(weft_core::UserMessage::text(node.prompt.clone())));
-            // Only local tools: a graph node runs its calls itself and cannot suspend on a
-            // client's (remote) tool.
-            let tools: Vec<_> = agent.tools.snapshot().specs().cloned().collect();
-            let request = ModelRequest {
-                session_id: s.id.clone(),
-                model: s.model.clone(),
-                system_prompt: s.system_prompt.clone(),
-                messages,
-                tools,
-                temperature: agent.config.temperature,
-                max_tokens: agent.config.max_tokens,
-                prices: None,
-            };
             let node_id = self.machine.graph_node_id(s, &node.id);
-            (request, agent.provider_for(&s.provider), node_id)
+            let node = NodeLoop::new(node, node_id.clone(), self.machine.node_turns(), now_ms());
+            // Only local tools are offered: a graph node runs its calls itself and cannot
+            // suspend on a client's (remote) tool.
+            let tools: Vec<_> = agent.tools.snapshot().specs().cloned().collect();
+            let request = crate::model::request(&agent, s, node.messages().clone(), tools);
+            (request, agent.provider_for(&s.provider), node_id, node)
         };
         let node_ref: Arc<str> = Arc::from(node_id.as_str());
         self.emitter.emit_in(
@@ -687,12 +663,12 @@ impl Run {
         );
         self.emitter.emit_in(
             Some(node_ref.clone()),
-            AgentEvent::Progress(weft_core::ModeProgress::GotNodeStart { id: node.id.clone() }),
+            AgentEvent::Progress(weft_core::ModeProgress::GotNodeStart { id: graph_id.clone() }),
         );
-        let turns = self.machine.node_turns();
         let cancel = self.cancel.child_token();
         let started_at = now_ms();
-        let first = provider.stream(request.clone(), cancel.clone());
+        let first =
+            crate::model::open(provider.as_ref(), &self.scope, request.clone(), cancel.clone());
         let tool_context = ToolContext {
             call_id: String::new(),
             session_id: self.session_id.clone(),
@@ -702,17 +678,18 @@ impl Run {
         };
         let ctx = GraphNodeRun {
             agent,
+            shared: Arc::clone(&self.session.shared),
             provider,
             request,
             node,
             node_id,
             node_ref,
-            turns,
+            scope: Arc::clone(&self.scope),
             cancel,
             tx,
             tool_context,
         };
-        let (id, node_id, tx) = (ctx.node.id.clone(), ctx.node_id.clone(), ctx.tx.clone());
+        let (id, node_id, tx) = (graph_id, ctx.node_id.clone(), ctx.tx.clone());
         tokio::spawn(async move {
             // A node that panics (a provider or a tool breaking its contract) fails; the graph
             // goes on without it.
@@ -724,90 +701,11 @@ impl Run {
         });
     }
 
-    /// Streams one model call's events and returns its final message.
-    async fn stream_message(&mut self, mut stream: ProviderStream) -> AssistantMessage {
-        // Blocks started and not yet ended: after a failure mid-block they are ended here, so
-        // every `*_start` has its `*_end` (with the partial content).
-        let mut open: Vec<u32> = Vec::new();
-        loop {
-            let event = match stream.next().now_or_never() {
-                Some(event) => event,
-                None => {
-                    // The model is thinking: hand over what is queued before waiting.
-                    self.emitter.flush().await;
-                    stream.next().await
-                }
-            };
-            let Some(event) = event else {
-                // ProviderStream always ends with a terminal event; should it not, the partial
-                // is still kept.
-                let mut message = stream.partial().clone();
-                message.stop_reason = weft_core::StopReason::Error;
-                message.error_message = Some("the model's stream ended early".into());
-                return message;
-            };
-            match event {
-                StreamEvent::Content(delta) => {
-                    match &delta {
-                        ContentDelta::TextStart { index }
-                        | ContentDelta::ThinkingStart { index }
-                        | ContentDelta::ToolCallStart { index, .. } => open.push(*index),
-                        ContentDelta::TextEnd { index }
-                        | ContentDelta::ThinkingEnd { index }
-                        | ContentDelta::ToolCallEnd { index } => open.retain(|i| i != index),
-                        _ => {}
-                    }
-                    if let Some(event) = content_event(delta, &stream.partial().content) {
-                        self.emitter.emit(event);
-                        self.emitter.pace().await;
-                    }
-                }
-                StreamEvent::Done(message) | StreamEvent::Error(message) => {
-                    for index in open {
-                        if let Some(event) = end_event(index, &message.content) {
-                            self.emitter.emit(event);
-                        }
-                    }
-                    return *message;
-                }
-            }
-        }
-    }
-
-    /// How each tool call of `message` is to be handled: validation, hooks, approval.
+    /// How each tool call of `message` is to be handled ([`crate::admission`]).
     async fn dispositions(&self, message: &AssistantMessage) -> Vec<Disposition> {
-        let agent = &self.agent;
-        let local = agent.tools.snapshot();
+        let local = self.agent.tools.snapshot();
         let catalog = Catalog { local: &local, remote: &self.session.shared.remote };
-        let mut out = Vec::new();
-        for call in message.tool_calls() {
-            let (spec, checked, local) = match catalog.resolve(&call.name) {
-                Resolved::Unknown => {
-                    out.push(Disposition::Reject(format!("Tool {} not found", call.name)));
-                    continue;
-                }
-                Resolved::Local(tool) => (tool.tool.spec(), &tool.checked, true),
-                Resolved::Remote(spec, checked) => (spec, checked, false),
-            };
-            if let Err(problem) = checked.validate(&call.name, &call.arguments) {
-                out.push(Disposition::Reject(problem));
-                continue;
-            }
-            if let ToolGate::Block(reason) = agent.hooks.before_tool_call(call).await {
-                out.push(Disposition::Reject(format!("Tool call blocked: {reason}")));
-                continue;
-            }
-            let approval = spec.requires_approval
-                || agent.approval.as_ref().is_some_and(|policy| policy(spec, call));
-            out.push(if approval {
-                Disposition::Approval
-            } else if local {
-                Disposition::Run
-            } else {
-                Disposition::Remote
-            });
-        }
-        out
+        crate::admission::dispositions(&self.agent, catalog, message).await
     }
 
     /// Runs local calls concurrently, each in a task of its own (a panic, a timeout or an abort
@@ -818,94 +716,18 @@ impl Run {
             let state = self.session.lock();
             (Machine::act_node_id(&state.session), state.session.owner.clone())
         };
-        let local_tools = self.agent.tools.snapshot();
         let before = self.mode_state();
         self.emitter.emit(AgentEvent::NodeEnter { name: "act".into(), node_id: node_id.clone() });
-        let (tx, mut rx) = mpsc::channel::<(usize, ToolEvent)>(256);
-        let mut tasks = JoinSet::new();
-        let mut started = Vec::with_capacity(calls.len());
-        for (i, call) in calls.iter().enumerate() {
-            self.emitter.emit(AgentEvent::ToolExecutionStart {
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                args: call.arguments.clone(),
-            });
-            started.push((now_ms(), Instant::now()));
-            let Some(local) = local_tools.get(&call.name) else {
-                let error = ToolError::failed(format!("Tool {} not found", call.name));
-                let _ = tx.try_send((i, ToolEvent::Error(error)));
-                continue;
-            };
-            let tool = local.tool.clone();
-            let timeout = tool.timeout().unwrap_or(self.agent.config.tool_timeout);
-            let ctx = ToolContext {
-                call_id: call.id.clone(),
-                session_id: self.session_id.clone(),
-                run_id: self.emitter.run_id().to_string(),
-                owner_id: owner_id.clone(),
-                cancel: self.cancel.child_token(),
-            };
-            // The tool takes its arguments by value (a typed tool moves them into its own type).
-            let args = serde_json::Value::clone(&call.arguments);
-            let tx = tx.clone();
-            tasks.spawn(run_one(i, tool, args, ctx, timeout, tx));
-        }
-        drop(tx);
-
-        let mut outcomes: Vec<Option<ToolOutcome>> = vec![None; calls.len()];
-        let mut remaining = calls.len();
-        let mut aborted = false;
-        while remaining > 0 {
-            let next = match rx.try_recv() {
-                Ok(item) => Some(item),
-                Err(_) => {
-                    self.emitter.flush().await;
-                    tokio::select! {
-                        item = rx.recv() => item,
-                        () = self.cancel.cancelled() => { aborted = true; None }
-                    }
-                }
-            };
-            let Some((i, event)) = next else { break };
-            let call = &calls[i];
-            match event {
-                ToolEvent::Delta(delta) => {
-                    self.emitter.emit(AgentEvent::ToolExecutionDelta {
-                        tool_call_id: call.id.clone(),
-                        delta,
-                    });
-                    self.emitter.pace().await;
-                }
-                ToolEvent::Complete(out) => {
-                    if outcomes[i].is_none() {
-                        remaining -= 1;
-                        outcomes[i] = Some(self.outcome(call, Ok(out), started[i]));
-                    }
-                }
-                // A tool that stopped because the run was aborted: the abort answers it, not
-                // the tool's own words, whichever of the two this loop happened to see first.
-                ToolEvent::Error(ToolError::Cancelled(_)) if self.cancel.is_cancelled() => {
-                    aborted = true;
-                    break;
-                }
-                ToolEvent::Error(error) => {
-                    if outcomes[i].is_none() {
-                        remaining -= 1;
-                        outcomes[i] = Some(self.outcome(call, Err(error), started[i]));
-                    }
-                }
-            }
-        }
-        if aborted {
-            tasks.abort_all();
-            for (i, call) in calls.iter().enumerate() {
-                if outcomes[i].is_none() {
-                    let error = ToolError::Cancelled("the run was aborted".into());
-                    outcomes[i] = Some(self.outcome(call, Err(error), started[i]));
-                }
-            }
-        }
-        let outcomes: Vec<ToolOutcome> = outcomes.into_iter().flatten().collect();
+        let base = ToolContext {
+            call_id: String::new(),
+            session_id: self.session_id.clone(),
+            run_id: self.emitter.run_id().to_string(),
+            owner_id,
+            cancel: self.cancel.clone(),
+        };
+        let (agent, cancel) = (Arc::clone(&self.agent), self.cancel.clone());
+        let (outcomes, aborted) =
+            run_batch(&agent, &calls, &base, &cancel, &mut RunSink(&mut self.emitter)).await;
         self.with_session(|m, s| m.on_tool_results(s, outcomes));
         self.emitter.emit(AgentEvent::NodeExit {
             name: "act".into(),
@@ -917,16 +739,18 @@ impl Run {
         // The turn complete, its results join the conversation (the observe node).
         self.with_session(|m, s| if aborted { m.abort(s, now) } else { m.proceed(s) })
     }
+}
 
-    /// Records a finished call: emits `tool_execution_end` and builds its result.
-    fn outcome(
-        &mut self,
-        call: &ToolCall,
-        result: Result<ToolOutput, ToolError>,
-        started: (u64, Instant),
-    ) -> ToolOutcome {
-        let (end, outcome) = finish_call(call, result, started);
-        self.emitter.emit(end);
-        outcome
+/// The run's events go to its emitter, paced; what is queued goes out while it waits.
+struct RunSink<'a>(&'a mut Emitter);
+
+impl EventSink for RunSink<'_> {
+    async fn event(&mut self, event: AgentEvent) {
+        self.0.emit(event);
+        self.0.pace().await;
+    }
+
+    async fn idle(&mut self) {
+        self.0.flush().await;
     }
 }

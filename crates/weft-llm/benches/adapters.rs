@@ -639,7 +639,6 @@ fn adapter_runs(
         let server = server_rt.block_on(MockServer::start(vec![response.clone()]));
         let provider = case.dialect.provider(server.url(), client.clone());
         let request = ModelRequest {
-            session_id: "bench".into(),
             model: case.dialect.model().into(),
             messages: [Message::User(UserMessage::text("Write the answer."))].into_iter().collect(),
             ..ModelRequest::default()

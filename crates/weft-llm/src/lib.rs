@@ -34,6 +34,7 @@ pub mod partial_json;
 mod provider;
 pub mod providers;
 pub mod replay;
+pub mod scope;
 pub mod sse;
 mod stream;
 

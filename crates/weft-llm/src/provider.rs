@@ -11,8 +11,6 @@ use crate::stream::ProviderStream;
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelRequest {
-    /// The session the call belongs to (the faux provider keeps one script cursor per session).
-    pub session_id: String,
     /// The model id.
     pub model: String,
     /// The system prompt.

@@ -43,7 +43,6 @@ fn gemini(server: &MockServer) -> Gemini {
 
 fn ask(text: &str) -> ModelRequest {
     ModelRequest {
-        session_id: "s1".into(),
         model: MODEL.into(),
         messages: vec![Message::User(UserMessage::text(text))].into(),
         ..ModelRequest::default()
@@ -643,7 +642,6 @@ fn history() -> Vec<Message> {
 #[tokio::test]
 async fn the_request_carries_history_signatures_tools_and_config() {
     let request = ModelRequest {
-        session_id: "s1".into(),
         model: MODEL.into(),
         system_prompt: Some("You are terse.".into()),
         messages: history().into(),

@@ -3,19 +3,21 @@
 
 #![allow(clippy::unwrap_used)]
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::json;
 use weft_core::{AssistantContent, StopReason, Usage};
 use weft_llm::faux::{FauxProvider, FauxScript, FauxTurn};
+use weft_llm::scope::in_scope;
 use weft_llm::{
     CancellationToken, ContentDelta, ModelRequest, Provider, ProviderEvent, ProviderStream,
     StreamEvent,
 };
 
-fn request(session: &str) -> ModelRequest {
-    ModelRequest { session_id: session.into(), model: "m1".into(), ..Default::default() }
+fn request() -> ModelRequest {
+    ModelRequest { model: "m1".into(), ..Default::default() }
 }
 
 async fn collect(mut stream: ProviderStream) -> (Vec<ContentDelta>, StreamEvent) {
@@ -41,7 +43,7 @@ async fn a_full_turn_streams_thinking_text_and_calls_in_order() {
         .with_usage(10, 5);
     let turn = FauxTurn { signature: Some("sig-1".into()), ..turn };
     let provider = FauxProvider::new(FauxScript::new([turn]));
-    let (deltas, terminal) = collect(provider.stream(request("s"), CancellationToken::new())).await;
+    let (deltas, terminal) = collect(provider.stream(request(), CancellationToken::new())).await;
 
     use ContentDelta::*;
     assert_eq!(deltas[0], ThinkingStart { index: 0 });
@@ -94,10 +96,13 @@ async fn each_session_has_its_own_cursor_and_running_out_is_an_error() {
         other => panic!("{other:?}"),
     };
     let c = CancellationToken::new;
-    assert_eq!(text(collect(provider.stream(request("a"), c())).await.1), "one");
-    assert_eq!(text(collect(provider.stream(request("b"), c())).await.1), "one");
-    assert_eq!(text(collect(provider.stream(request("a"), c())).await.1), "two");
-    let (_, end) = collect(provider.stream(request("a"), c())).await;
+    // Each scope (an agent's session) has a cursor of its own.
+    let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
+    let open = |scope: &Arc<str>| in_scope(scope, || provider.stream(request(), c()));
+    assert_eq!(text(collect(open(&a)).await.1), "one");
+    assert_eq!(text(collect(open(&b)).await.1), "one");
+    assert_eq!(text(collect(open(&a)).await.1), "two");
+    let (_, end) = collect(open(&a)).await;
     let StreamEvent::Error(m) = end else { panic!("{end:?}") };
     assert_eq!(m.stop_reason, StopReason::Error);
     assert_eq!(
@@ -112,7 +117,7 @@ async fn an_error_turn_cuts_the_stream_mid_block_and_keeps_the_partial() {
     let turn =
         FauxTurn::text("abcdef").with_chunk_size(4).with_usage(3, 2).with_error("overloaded");
     let provider = FauxProvider::new(FauxScript::new([turn]));
-    let (deltas, end) = collect(provider.stream(request("s"), CancellationToken::new())).await;
+    let (deltas, end) = collect(provider.stream(request(), CancellationToken::new())).await;
     assert!(
         !deltas.iter().any(|d| matches!(d, ContentDelta::TextEnd { .. })),
         "cut before the end"
@@ -127,7 +132,7 @@ async fn stalled_after_partial(cancel: CancellationToken) -> ProviderStream {
     let provider = FauxProvider::new(FauxScript::new([FauxTurn::text("partial")
         .with_chunk_size(100)
         .stalled()]));
-    let mut stream = provider.stream(request("s"), cancel);
+    let mut stream = provider.stream(request(), cancel);
     for _ in 0..2 {
         assert!(matches!(stream.next().await, Some(StreamEvent::Content(_))));
     }
@@ -152,7 +157,7 @@ async fn a_cancel_stops_a_stream_whose_next_deltas_are_already_there() {
     let provider =
         FauxProvider::new(FauxScript::new([FauxTurn::text("abcdefghij").with_chunk_size(1)]));
     let cancel = CancellationToken::new();
-    let mut stream = provider.stream(request("s"), cancel.clone());
+    let mut stream = provider.stream(request(), cancel.clone());
     while stream.partial().text().is_empty() {
         assert!(matches!(stream.next().await, Some(StreamEvent::Content(_))));
     }
@@ -182,7 +187,7 @@ async fn delays_apply_before_each_delta() {
         .with_chunk_size(2)
         .with_delay_ms(100)]));
     let start = tokio::time::Instant::now();
-    let (deltas, _) = collect(provider.stream(request("s"), CancellationToken::new())).await;
+    let (deltas, _) = collect(provider.stream(request(), CancellationToken::new())).await;
     assert_eq!(deltas.len(), 6);
     assert_eq!(start.elapsed(), Duration::from_millis(400), "four deltas, 100ms each");
 }
@@ -191,7 +196,7 @@ async fn delays_apply_before_each_delta() {
 async fn invalid_argument_json_is_kept_as_raw_text() {
     let turn = FauxTurn::tool_call("f", json!("{\"a\": tru"));
     let provider = FauxProvider::new(FauxScript::new([turn]));
-    let (_, end) = collect(provider.stream(request("s"), CancellationToken::new())).await;
+    let (_, end) = collect(provider.stream(request(), CancellationToken::new())).await;
     let StreamEvent::Done(m) = end else { panic!() };
     assert_eq!(m.tool_calls().next().unwrap().arguments, json!("{\"a\": tru").into());
 }
@@ -200,7 +205,7 @@ async fn invalid_argument_json_is_kept_as_raw_text() {
 async fn partial_arguments_are_visible_while_a_call_streams() {
     let turn = FauxTurn::tool_call("f", json!({"path": "/a/long/path"})).with_chunk_size(6);
     let provider = FauxProvider::new(FauxScript::new([turn]));
-    let mut stream = provider.stream(request("s"), CancellationToken::new());
+    let mut stream = provider.stream(request(), CancellationToken::new());
     let mut snapshots = Vec::new();
     while let Some(StreamEvent::Content(d)) = stream.next().await {
         if let ContentDelta::ToolCallDelta { index, .. } = d {
@@ -270,7 +275,7 @@ async fn the_stream_enforces_the_provider_contract() {
 async fn cost_is_computed_from_prices() {
     let provider =
         FauxProvider::new(FauxScript::new([FauxTurn::text("x").with_usage(1_000_000, 1_000_000)]));
-    let mut req = request("s");
+    let mut req = request();
     req.prices = Some(weft_core::Prices { input: 1.0, output: 4.0, ..Default::default() });
     let (_, end) = collect(provider.stream(req, CancellationToken::new())).await;
     let StreamEvent::Done(m) = end else { panic!() };
@@ -284,7 +289,7 @@ async fn scripted_usage_near_u64_max_saturates_instead_of_panicking() {
     )
     .unwrap();
     let provider = FauxProvider::new(script);
-    let mut req = request("s");
+    let mut req = request();
     req.prices =
         Some(weft_core::Prices { input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 0.0 });
     let (_, end) = collect(provider.stream(req, CancellationToken::new())).await;
@@ -304,9 +309,9 @@ async fn a_scripted_error_stop_reason_says_where_it_comes_from_once() {
     )
     .unwrap();
     let provider = FauxProvider::new(script);
-    let (_, end) = collect(provider.stream(request("s"), CancellationToken::new())).await;
+    let (_, end) = collect(provider.stream(request(), CancellationToken::new())).await;
     assert!(matches!(end, StreamEvent::Done(_)));
-    let (_, end) = collect(provider.stream(request("s"), CancellationToken::new())).await;
+    let (_, end) = collect(provider.stream(request(), CancellationToken::new())).await;
     let StreamEvent::Error(m) = end else { panic!("{end:?}") };
     assert_eq!(m.stop_reason, StopReason::Error);
     assert_eq!(m.text(), "partial");
@@ -315,7 +320,7 @@ async fn a_scripted_error_stop_reason_says_where_it_comes_from_once() {
         m.error_message.as_deref(),
         Some("the faux script's turn 2 ends with stopReason \"error\"")
     );
-    let (_, end) = collect(provider.stream(request("s"), CancellationToken::new())).await;
+    let (_, end) = collect(provider.stream(request(), CancellationToken::new())).await;
     let StreamEvent::Error(m) = end else { panic!("{end:?}") };
     assert_eq!(m.stop_reason, StopReason::Aborted);
     assert_eq!(
@@ -346,7 +351,7 @@ async fn costs_come_from_a_registry_given_to_the_provider() {
     let provider = FauxProvider::new(FauxScript::new([turn(), turn(), turn(), turn(), turn()]))
         .with_registry(registry());
     let call = |model: &str, prices: Option<weft_core::Prices>| {
-        let req = ModelRequest { model: model.into(), prices, ..request("s") };
+        let req = ModelRequest { model: model.into(), prices, ..request() };
         let stream = provider.stream(req, CancellationToken::new());
         async move {
             match collect(stream).await.1 {
@@ -371,7 +376,7 @@ async fn costs_come_from_a_registry_given_to_the_provider() {
     assert_eq!(call("faux-unknown", None).await.cost, zero);
     // Without a registry nothing changes.
     let plain = FauxProvider::new(FauxScript::new([turn()]));
-    let req = ModelRequest { model: "faux-priced".into(), ..request("t") };
+    let req = ModelRequest { model: "faux-priced".into(), ..request() };
     let StreamEvent::Done(m) = collect(plain.stream(req, CancellationToken::new())).await.1 else {
         panic!()
     };

@@ -117,7 +117,6 @@ async fn request_for(target: &str, model: &str) -> Value {
         _ => Box::new(Gemini::new(settings(&server, ""), test_client())),
     };
     let request = ModelRequest {
-        session_id: "s".into(),
         model: model.into(),
         system_prompt: Some("Be brief.".into()),
         messages: history().into(),

@@ -17,10 +17,16 @@ mod error;
 mod input;
 mod machine;
 mod modes;
+mod node;
+mod settings;
 
 pub use error::InputError;
 pub use machine::{CompletedTurn, Disposition, Machine, Next, NodeCall, Progress, ToolOutcome};
 pub use modes::{
     Action, CustomMode, Decision, GotOptions, Mode, ModeError, ModeKind, Modes, NodeOutcome,
     OPTION_MODE, React, Ready, Reasoning, Search, TotOptions, extract_json, summary,
+};
+pub use node::{NodeLoop, NodeNext};
+pub use settings::{
+    OPTION_MAX_TURNS, OPTION_RUN_AFTER_SEQ, SessionSettings, max_turns, run_after_seq,
 };

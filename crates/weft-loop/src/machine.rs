@@ -169,6 +169,17 @@ impl Machine {
         }
     }
 
+    /// The machine of a run of a session with `settings`: its mode, and its own turn limit or
+    /// else `default_max_turns`.
+    pub fn for_session(
+        settings: &crate::SessionSettings,
+        default_max_turns: u32,
+        remote_timeout_ms: u64,
+    ) -> Self {
+        let max_turns = settings.max_turns.unwrap_or(default_max_turns);
+        Self::with_mode(max_turns, remote_timeout_ms, settings.mode.clone())
+    }
+
     /// The most model calls the run may make.
     pub fn max_turns(&self) -> u32 {
         self.max_turns

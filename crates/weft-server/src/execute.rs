@@ -195,17 +195,15 @@ pub(crate) fn check_same(
 ) -> Result<(), ApiError> {
     let Some(head) = head else { return Ok(()) };
     let differs = |given: Option<&str>, kept: Option<&str>| given.is_some() && given != kept;
-    let max_turns = weft_agent::session_max_turns(&head.options)
-        .unwrap_or(state.settings.max_turns)
-        .to_string();
+    let kept = weft_agent::SessionSettings::read(&head.options, state.agent.modes());
+    let max_turns = kept.max_turns.unwrap_or(state.settings.max_turns).to_string();
     let given_turns = options.max_turns.map(|n| n.to_string());
-    let kept_mode = state.agent.modes().of_options(&head.options);
     for (name, given, kept) in [
         ("provider", options.provider.as_deref(), Some(head.provider.as_str())),
         ("model", options.model.as_deref(), Some(head.model.as_str())),
         ("systemPrompt", options.system_prompt.as_deref(), head.system_prompt.as_deref()),
         ("maxTurns", given_turns.as_deref(), Some(max_turns.as_str())),
-        ("mode", options.mode.as_deref(), Some(kept_mode.name())),
+        ("mode", options.mode.as_deref(), Some(kept.mode.name())),
     ] {
         if differs(given, kept) {
             return Err(ApiError::bad_request(

@@ -1,8 +1,9 @@
 //! The faux provider: plays a [`FauxScript`] of turns, for tests, examples, benchmarks and offline
 //! demos. It is always named `faux`, on every message it makes.
 //!
-//! Each model call consumes the next turn of the calling session's own cursor, so every session
-//! replays the script from its first turn. Running out of turns ends the call with an `error`
+//! Each model call consumes the next turn of its [scope](crate::scope)'s own cursor, and an agent
+//! opens every call of a session in the session's scope, so every session replays the script
+//! from its first turn (calls opened in no scope share one cursor). Running out of turns ends the call with an `error`
 //! event, never a panic.
 //!
 //! # Cost
@@ -83,16 +84,19 @@ impl FauxProvider {
         Some(known.unwrap_or_default())
     }
 
-    /// How many turns `session_id` has consumed.
-    pub fn turns_played(&self, session_id: &str) -> usize {
-        self.cursors.lock().map(|c| c.get(session_id).copied().unwrap_or(0)).unwrap_or(0)
+    /// How many turns the calls of scope `scope` (an agent's: a session id) have consumed.
+    pub fn turns_played(&self, scope: &str) -> usize {
+        self.cursors.lock().map(|c| c.get(scope).copied().unwrap_or(0)).unwrap_or(0)
     }
 
-    fn next_turn(&self, session_id: &str) -> usize {
+    fn next_turn(&self, scope: &str) -> usize {
         // A poisoned lock only means another call panicked mid-update of a counter; the counter
         // itself is still sound.
         let mut cursors = self.cursors.lock().unwrap_or_else(|e| e.into_inner());
-        let cursor = cursors.entry(session_id.to_string()).or_insert(0);
+        let cursor = match cursors.get_mut(scope) {
+            Some(cursor) => cursor,
+            None => cursors.entry(scope.to_string()).or_insert(0),
+        };
         let turn = *cursor;
         *cursor += 1;
         turn
@@ -105,7 +109,7 @@ impl Provider for FauxProvider {
     }
 
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ProviderStream {
-        let turn = self.next_turn(&request.session_id);
+        let turn = self.next_turn(crate::scope::current().as_deref().unwrap_or(""));
         let model = if request.model.is_empty() { DEFAULT_MODEL } else { request.model.as_str() };
         let prices = self.prices_for(model, request.prices);
         if turn >= self.script.turns.len() {
