@@ -52,30 +52,7 @@ pub(crate) fn command(args: RunArgs) -> Result<(), Failure> {
     runtime.block_on(async {
         let mut signals = Signals::new();
         let store = args.store.open().await.map_err(|e| Failure::usage(&e))?;
-        let (setup, session) = match plan {
-            Plan::New(planned) => {
-                let setup = planned.build(store).await.map_err(|e| Failure::usage(&e))?;
-                let mode = args.modes.mode().map_err(|e| Failure::usage(&e))?;
-                let session = setup
-                    .agent
-                    .create_session(SessionOptions { mode, ..SessionOptions::default() })
-                    .await
-                    .map_err(|e| Failure::run(format!("cannot create the session: {e}")))?;
-                (setup, session)
-            }
-            Plan::Continue(id) => {
-                let (setup, session) = continued(&args, id, store).await?;
-                if session.is_recovering() {
-                    // A process that ran it died mid-run: that run goes on to its end first
-                    // (calls it left running are answered as interrupted), then the prompt runs.
-                    term::eprint_line(&format!(
-                        "session {}: the previous run was interrupted; continuing",
-                        sanitize::visible(id)
-                    ));
-                }
-                (setup, session)
-            }
-        };
+        let (setup, session) = open_session(&args, plan, store).await?;
         let started = Instant::now();
         let agent = &setup.agent;
         let stream = agent.execute(&session, Input::text(args.prompt.clone())).await.map_err(
@@ -126,6 +103,39 @@ pub(crate) fn command(args: RunArgs) -> Result<(), Failure> {
         }
         ended
     })
+}
+
+/// The agent and the session `plan` asks for, on `store`: a new session created, or the
+/// continued one loaded (said on stderr when a previous run of it was interrupted).
+async fn open_session(
+    args: &RunArgs,
+    plan: Plan<'_>,
+    store: Arc<dyn SessionStore>,
+) -> Result<(Setup, SessionHandle), Failure> {
+    match plan {
+        Plan::New(planned) => {
+            let setup = planned.build(store).await.map_err(|e| Failure::usage(&e))?;
+            let mode = args.modes.mode().map_err(|e| Failure::usage(&e))?;
+            let session = setup
+                .agent
+                .create_session(SessionOptions { mode, ..SessionOptions::default() })
+                .await
+                .map_err(|e| Failure::run(format!("cannot create the session: {e}")))?;
+            Ok((setup, session))
+        }
+        Plan::Continue(id) => {
+            let (setup, session) = continued(args, id, store).await?;
+            if session.is_recovering() {
+                // A process that ran it died mid-run: that run goes on to its end first
+                // (calls it left running are answered as interrupted), then the prompt runs.
+                term::eprint_line(&format!(
+                    "session {}: the previous run was interrupted; continuing",
+                    sanitize::visible(id)
+                ));
+            }
+            Ok((setup, session))
+        }
+    }
 }
 
 /// `weft run --server URL`: the run is the server's; its events are shown as a local run's.
