@@ -26,11 +26,13 @@ use weft_agent::{
 use weft_core::{ApprovalDecision, Input, Message, SessionStatus, ToolCall};
 use weft_llm::models::ModelRegistry;
 
+use crate::args::{ModeArgs, RunArgs};
+use crate::drive::{Driven, drive};
 use crate::render::Renderer;
 use crate::signals::Signals;
 use crate::store::StoreArgs;
 use crate::term::Spinner;
-use crate::{Driven, Failure, RunArgs, drive, remote, sanitize, summary, term};
+use crate::{Failure, remote, sanitize, summary, term};
 
 /// What `/help` prints.
 const HELP: &str = "\
@@ -99,7 +101,7 @@ pub(crate) struct ChatArgs {
     config: Option<PathBuf>,
 
     #[command(flatten)]
-    modes: crate::ModeArgs,
+    modes: ModeArgs,
 }
 
 impl ChatArgs {
@@ -197,8 +199,8 @@ pub(crate) fn command(args: ChatArgs) -> Result<(), Failure> {
             })
         }
         None => {
-            let mut planned =
-                crate::build_agent(&args.run_args(), None).map_err(|e| Failure::usage(&e))?;
+            let mut planned = crate::setup::build_agent(&args.run_args(), None)
+                .map_err(|e| Failure::usage(&e))?;
             if !args.approve.is_empty() {
                 let names = args.approve.clone();
                 let all = names.iter().any(|n| n == "all");
@@ -486,7 +488,7 @@ impl Chat {
                     return Err(format!(
                         "run suspended: it awaits results of remote tool calls {}, which weft \
                          chat cannot supply",
-                        crate::describe(&result.pending_tool_calls)
+                        crate::run::describe(&result.pending_tool_calls)
                     ));
                 }
                 status @ (SessionStatus::Idle | SessionStatus::Running) => {

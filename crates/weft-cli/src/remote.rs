@@ -18,10 +18,11 @@ use weft_client::{Client, ExecuteOptions, ExecuteStream, NativeMessage};
 use weft_core::{EventRecord, Input, Message, SessionStatus};
 use weft_protocol::Protocol;
 
+use crate::drive::{Driven, drive};
 use crate::render::Sink;
 use crate::signals::Signals;
 use crate::term::Spinner;
-use crate::{Driven, Failure, drive, sanitize, summary, term};
+use crate::{Failure, sanitize, summary, term};
 
 /// `--server URL [--api-key KEY]`.
 #[derive(Debug, Clone, Args)]

@@ -123,7 +123,7 @@ fn plan(args: &ServeArgs, config: &ServeConfig) -> anyhow::Result<Plan> {
         );
     }
     let models = args.models.clone().or(config.models.clone());
-    let registry = crate::registry(models.as_deref())?;
+    let registry = crate::models::registry(models.as_deref())?;
     let model = args.model.clone().or(config.model.clone());
     let (default, model) =
         build_provider(&provider, model, script.as_deref(), &registry, "--model ID")?;

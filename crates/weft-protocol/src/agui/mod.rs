@@ -789,3 +789,6 @@ pub(crate) mod fixtures;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod client_tests;
