@@ -486,18 +486,43 @@ impl Driver {
             let id = state.session.id.clone();
             (machine, first, start_len, id, run_id, commit, state_before, before)
         };
+        let lease = match commit {
+            Some(commit) => self.claim(session, commit, before, session_id).await?,
+            None => None,
+        };
+        let launch = Launch {
+            machine,
+            first,
+            input_message,
+            start_len,
+            run_id,
+            cancel,
+            lease,
+            state_before,
+            recovers: None,
+        };
+        Ok(self.launch(session, launch))
+    }
+
+    /// Claims a start recorded in this process for the store: the run's lease first, then the
+    /// commit that says `running` (a session is never seen running without a holder). Refused
+    /// when another process holds the session's run, or the commit is refused (the session
+    /// changed elsewhere, or the store failed); then what this process holds is reloaded
+    /// (`before`: what it held before the start, put back when the store cannot be read).
+    async fn claim(
+        &self,
+        session: &SessionHandle,
+        commit: weft_core::Commit,
+        before: Option<Session>,
+        session_id: String,
+    ) -> Result<Option<Lease>, Refusal> {
+        let Some(store) = &self.inner.store else { return Ok(None) };
+        let config = &self.inner.config;
         let mut lease = None;
-        if let (Some(store), Some(commit)) = (&self.inner.store, commit) {
-            // The lease first, then the commit that says `running`: a session is never seen
-            // running without a holder.
-            let refused = match Lease::acquire(
-                store,
-                &session_id,
-                &self.inner.holder,
-                config.lease_ttl,
-            )
-            .await
-            {
+        // The lease first, then the commit that says `running`: a session is never seen
+        // running without a holder.
+        let refused =
+            match Lease::acquire(store, &session_id, &self.inner.holder, config.lease_ttl).await {
                 Ok(Some(held)) => {
                     lease = Some(held);
                     None
@@ -514,38 +539,24 @@ impl Driver {
                 }
                 Err(error) => Some(error),
             };
-            let refused = match refused {
-                Some(error) => Some(error),
-                None => session.apply(commit).await.err(),
-            };
-            if let Some(error) = refused {
-                if let Some(lease) = lease.take() {
-                    lease.release().await;
-                }
-                // The session changed elsewhere, or the store failed: nothing starts, and what
-                // this process holds is reloaded from the store.
-                let running = session.reload_or_restore(before).await == Reloaded::Running;
-                return Err(match error {
-                    StoreError::Conflict { .. } if running => {
-                        ExecuteError::AlreadyRunning(session_id)
-                    }
-                    other => ExecuteError::Store(other),
-                }
-                .into());
-            }
-        }
-        let launch = Launch {
-            machine,
-            first,
-            input_message,
-            start_len,
-            run_id,
-            cancel,
-            lease,
-            state_before,
-            recovers: None,
+        let refused = match refused {
+            Some(error) => Some(error),
+            None => session.apply(commit).await.err(),
         };
-        Ok(self.launch(session, launch))
+        if let Some(error) = refused {
+            if let Some(lease) = lease.take() {
+                lease.release().await;
+            }
+            // The session changed elsewhere, or the store failed: nothing starts, and what
+            // this process holds is reloaded from the store.
+            let running = session.reload_or_restore(before).await == Reloaded::Running;
+            return Err(match error {
+                StoreError::Conflict { .. } if running => ExecuteError::AlreadyRunning(session_id),
+                other => ExecuteError::Store(other),
+            }
+            .into());
+        }
+        Ok(lease)
     }
 
     /// Starts the run task of a run whose start is recorded (and, with a store, committed), and

@@ -160,7 +160,8 @@ fn check_continuation(args: &RunArgs, provider: &str, head: &SessionHead) -> any
     {
         let kept = weft_agent::Mode::of_options(&head.options);
         bail!(
-            "session {id} runs in mode {} with the parameters it was created with: continue it              without mode flags (--mode, --breadth, …); a session cannot change mode",
+            "session {id} runs in mode {} with the parameters it was created with: continue it \
+             without mode flags (--mode, --breadth, …); a session cannot change mode",
             kept.name()
         );
     }
