@@ -133,36 +133,16 @@ pub enum OnDisconnect {
     Cancel,
 }
 
-/// Parameters of a reasoning mode; those of another mode than the one chosen are ignored.
-/// The OpenAPI document's description of `modeOptions` for the built-in modes: requests are
-/// read by the agent's modes (`weft_agent::Modes`), which also know an application's own.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct ModeParameters {
-    /// tot: candidates asked for at each expansion (default 3).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub breadth: Option<u32>,
-    /// tot: the deepest a path may go (default 3).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub depth: Option<u32>,
-    /// tot: `dfs` (default) or `bfs`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub search: Option<String>,
-    /// tot, got: model calls a run may make in all (default 30 for tot, 40 for got).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_model_calls: Option<u32>,
-    /// got: graph nodes that run at once (default 4).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub concurrency: Option<u32>,
-    /// got: completed nodes may be expanded into sub-graphs (default false).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub adaptive: Option<bool>,
-    /// got: the most graph nodes the plan and its expansions may have (default 12).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node_budget: Option<u32>,
-    /// got: model calls one graph node may make (default 4).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node_turns: Option<u32>,
+/// The schema of `ExecuteOptions.modeOptions`: the built-in modes' parameters, as the library
+/// describes and reads them (`weft_agent::Modes`), so the document never differs from what
+/// the server accepts.
+fn mode_options_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    let schema = weft_agent::Modes::builtin().parameters_schema();
+    serde_json::from_value(schema).unwrap_or_else(|_| {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::Object)
+            .into()
+    })
 }
 
 /// Options of an execute request. `provider`, `model`, `systemPrompt`, `maxTurns` and `mode`
@@ -191,7 +171,7 @@ pub struct ExecuteOptions {
     /// The mode's parameters (each optional; defaults as documented); one that no mode has is
     /// refused.
     #[serde(default)]
-    #[schema(value_type = Option<ModeParameters>)]
+    #[schema(schema_with = mode_options_schema)]
     pub mode_options: Option<serde_json::Map<String, serde_json::Value>>,
     /// While a run is under way: `reject` (the default of `/api/agent/execute`), `enqueue` or
     /// `interrupt` (the default of the front-end endpoints: see `[frontends] multitask`).

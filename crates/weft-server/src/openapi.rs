@@ -14,8 +14,8 @@ use utoipa::{Modify, OpenApi};
 
 use crate::AppState;
 use crate::api::{
-    AbortResponse, ExecuteContext, ExecuteOptions, ExecuteRequest, ForkRequest, Health,
-    ModeParameters, Multitask, OnDisconnect, SessionList, SessionView,
+    AbortResponse, ExecuteContext, ExecuteOptions, ExecuteRequest, ForkRequest, Health, Multitask,
+    OnDisconnect, SessionList, SessionView,
 };
 use crate::error::{ApiError, ErrorBody, ErrorDetail};
 
@@ -56,7 +56,7 @@ impl Modify for BearerAuth {
         openapi,
     ),
     components(schemas(
-        ExecuteRequest, ExecuteContext, ExecuteOptions, ModeParameters, Multitask, OnDisconnect,
+        ExecuteRequest, ExecuteContext, ExecuteOptions, Multitask, OnDisconnect,
         SessionView, ForkRequest,
         SessionList, AbortResponse, Health, ErrorBody, ErrorDetail,
         crate::models::ModelList, crate::models::ProviderModels, crate::models::ModelEntry

@@ -17,9 +17,10 @@ use common::{start_with, user};
 
 /// Self-consistency: the model answers the task `samples` times on scratch contexts, then is
 /// asked, in the conversation, for the answer most of those agree on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 struct Consensus {
+    /// Answers asked for before the decision.
     samples: u32,
 }
 
@@ -91,6 +92,11 @@ async fn a_mode_of_the_applications_own_runs_through_the_agent() {
     let agent =
         Agent::builder(FauxProvider::new(votes_then("Paris"))).mode(kind()).build().unwrap();
     assert_eq!(agent.modes().names(), ["react", "tot", "got", "consensus"]);
+    let schema = agent.modes().parameters_schema();
+    assert_eq!(
+        schema["properties"]["samples"]["description"],
+        "consensus: Answers asked for before the decision."
+    );
     let mode = agent.modes().parse("consensus", &serde_json::Map::new()).unwrap();
     assert_eq!(mode, Mode::custom(Consensus { samples: 3 }));
     let session = agent

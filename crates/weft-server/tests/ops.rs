@@ -53,6 +53,12 @@ async fn openapi_describes_every_endpoint() {
     let server = start(weather_script()).await;
     let doc: Value = server.get("/openapi.json", None).send().await.unwrap().json().await.unwrap();
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    // `modeOptions` is described by the library's modes, as the server reads it.
+    let options = &doc["components"]["schemas"]["ExecuteOptions"]["properties"]["modeOptions"];
+    assert_eq!(options["additionalProperties"], false, "{options}");
+    let breadth = options["properties"]["breadth"]["description"].as_str().unwrap_or_default();
+    assert!(breadth.starts_with("tot: "), "{options}");
+    assert!(options["properties"]["nodeBudget"].is_object(), "{options}");
     let paths = doc["paths"].as_object().unwrap();
     for (path, method) in [
         ("/api/agent/execute", "post"),

@@ -9,7 +9,7 @@ use weft_core::{ModeProgress, SessionStatus};
 use super::{Action, Decision, Reasoning, extract_json, summary};
 
 /// Graph-of-thoughts parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct GotOptions {
     /// Graph nodes that may run at once.

@@ -424,6 +424,23 @@ mod tests {
     }
 
     #[test]
+    fn the_parameters_schema_holds_every_modes_parameters_once() {
+        let schema = Modes::builtin().parameters_schema();
+        assert_eq!(schema["additionalProperties"], false);
+        let properties = schema["properties"].as_object().unwrap();
+        let mut names: Vec<&str> = properties.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, Modes::builtin().parameters());
+        let described = |name: &str| properties[name]["description"].as_str().unwrap().to_string();
+        assert!(described("breadth").starts_with("tot: Candidates asked for"), "{schema}");
+        assert!(described("maxModelCalls").starts_with("tot, got: "), "{schema}");
+        assert!(described("nodeBudget").starts_with("got: "), "{schema}");
+        // Subschemas are inline: no reference an OpenAPI document could not resolve.
+        assert!(!schema.to_string().contains("$ref"), "{schema}");
+        assert!(schema.to_string().contains("bfs"), "{schema}");
+    }
+
+    #[test]
     fn json_is_found_inside_prose() {
         assert_eq!(
             extract_json("Sure:\n```json\n[\"a\", \"b\"]\n```", '['),

@@ -1,6 +1,8 @@
 //! The modes a runtime knows by name ([`Modes`]): the built-in ones, and an application's own.
 //! The server, the CLI and the library read a mode and its parameters here, and only here.
 
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -13,6 +15,8 @@ pub struct ModeKind {
     name: &'static str,
     /// The names of its parameters (camelCase, as in JSON).
     parameters: fn() -> Vec<String>,
+    /// Its parameters' JSON Schema (an object's).
+    schema: fn() -> Value,
     read: fn(&Map<String, Value>) -> Result<Mode, String>,
 }
 
@@ -28,11 +32,12 @@ impl ModeKind {
     /// [`Mode::Custom`].
     pub fn custom<R>() -> Self
     where
-        R: Reasoning + Serialize + DeserializeOwned + Default,
+        R: Reasoning + Serialize + DeserializeOwned + Default + JsonSchema,
     {
         Self {
             name: R::default().name(),
             parameters: parameter_names::<R>,
+            schema: parameters_schema::<R>,
             read: |map| read_parameters::<R>(map).map(Mode::custom),
         }
     }
@@ -54,6 +59,20 @@ fn parameter_names<R: Serialize + Default>() -> Vec<String> {
         Ok(Value::Object(map)) => map.into_iter().map(|(k, _)| k).collect(),
         _ => Vec::new(),
     }
+}
+
+/// `R`'s JSON Schema, its subschemas inline (an OpenAPI document can hold it as it is).
+fn parameters_schema<R: JsonSchema>() -> Value {
+    let generator = SchemaSettings::draft2020_12()
+        .with(|settings| settings.inline_subschemas = true)
+        .into_generator();
+    let mut schema = serde_json::to_value(generator.into_root_schema_for::<R>())
+        .unwrap_or_else(|_| Value::Object(Map::new()));
+    if let Some(map) = schema.as_object_mut() {
+        map.remove("$schema");
+        map.remove("title");
+    }
+    schema
 }
 
 /// `R` read from `map` (its `type`, the mode's name, left out).
@@ -115,15 +134,22 @@ fn alternatives(names: &[&str]) -> String {
 impl Modes {
     /// react, tot and got.
     pub fn builtin() -> Self {
-        let react = ModeKind { name: "react", parameters: Vec::new, read: |_| Ok(Mode::React) };
+        let react = ModeKind {
+            name: "react",
+            parameters: Vec::new,
+            schema: parameters_schema::<super::React>,
+            read: |_| Ok(Mode::React),
+        };
         let tot = ModeKind {
             name: "tot",
             parameters: parameter_names::<TotOptions>,
+            schema: parameters_schema::<TotOptions>,
             read: |map| read_parameters(map).map(Mode::Tot),
         };
         let got = ModeKind {
             name: "got",
             parameters: parameter_names::<GotOptions>,
+            schema: parameters_schema::<GotOptions>,
             read: |map| read_parameters(map).map(Mode::Got),
         };
         Self { kinds: vec![react, tot, got] }
@@ -147,6 +173,44 @@ impl Modes {
         all.sort();
         all.dedup();
         all
+    }
+
+    /// The JSON Schema of a mode's parameters, whichever mode: an object whose properties are
+    /// every mode's parameters, each described with the modes that have it (`tot, got: …`),
+    /// and no other property (what [`parse`](Self::parse) accepts).
+    pub fn parameters_schema(&self) -> Value {
+        let mut properties = Map::new();
+        let mut owners: Vec<(String, Vec<&str>)> = Vec::new();
+        for kind in &self.kinds {
+            let schema = (kind.schema)();
+            let Some(Value::Object(props)) = schema.get("properties") else { continue };
+            for (name, property) in props {
+                match owners.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, modes)) => modes.push(kind.name),
+                    None => {
+                        owners.push((name.clone(), vec![kind.name]));
+                        properties.insert(name.clone(), property.clone());
+                    }
+                }
+            }
+        }
+        for (name, modes) in owners {
+            if let Some(Value::Object(property)) = properties.get_mut(&name) {
+                let said = property.get("description").and_then(Value::as_str).unwrap_or("");
+                let description = format!("{}: {said}", modes.join(", "));
+                property.insert("description".into(), description.trim_end().into());
+            }
+        }
+        serde_json::json!({
+            "type": "object",
+            "description": format!(
+                "The parameters of the chosen mode ({}); each is optional, with its default. \
+                 Those of another mode are ignored; one no mode has is refused.",
+                self.names().join(", ")
+            ),
+            "properties": properties,
+            "additionalProperties": false,
+        })
     }
 
     /// The mode named `name` with `parameters` (camelCase; missing ones take their defaults).

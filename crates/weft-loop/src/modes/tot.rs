@@ -6,7 +6,7 @@ use weft_core::{ModeProgress, SessionStatus};
 use super::{Action, Decision, Reasoning, extract_json, summary};
 
 /// Tree-of-thoughts parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TotOptions {
     /// Candidates asked for at each expansion (k).
@@ -26,7 +26,9 @@ impl Default for TotOptions {
 }
 
 /// How a tree of thoughts is searched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Search {
     /// Depth first: the deepest unexplored candidate, the best scored among those.
