@@ -147,13 +147,12 @@ pub(crate) async fn run_batch(
     let mut tasks = JoinSet::new();
     let mut started = Vec::with_capacity(calls.len());
     for (i, call) in calls.iter().enumerate() {
-        events
-            .event(AgentEvent::ToolExecutionStart {
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                args: call.arguments.clone(),
-            })
-            .await;
+        events.emit(AgentEvent::ToolExecutionStart {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args: call.arguments.clone(),
+        });
+        events.pace().await;
         started.push((now_ms(), Instant::now()));
         let Some(local) = local_tools.get(&call.name) else {
             let error = ToolError::failed(format!("Tool {} not found", call.name));
@@ -189,7 +188,8 @@ pub(crate) async fn run_batch(
         let result = match event {
             ToolEvent::Delta(delta) => {
                 let tool_call_id = call.id.clone();
-                events.event(AgentEvent::ToolExecutionDelta { tool_call_id, delta }).await;
+                events.emit(AgentEvent::ToolExecutionDelta { tool_call_id, delta });
+                events.pace().await;
                 continue;
             }
             ToolEvent::Complete(out) => Ok(out),
@@ -204,7 +204,8 @@ pub(crate) async fn run_batch(
         if outcomes[i].is_none() {
             remaining -= 1;
             let (end, outcome) = finish_call(call, result, started[i]);
-            events.event(end).await;
+            events.emit(end);
+            events.pace().await;
             outcomes[i] = Some(outcome);
         }
     }
@@ -224,7 +225,8 @@ pub(crate) async fn run_batch(
                     ToolError::failed("The tool ended without a result")
                 };
                 let (end, outcome) = finish_call(call, Err(error), started);
-                events.event(end).await;
+                events.emit(end);
+                events.pace().await;
                 outcome
             }
         };

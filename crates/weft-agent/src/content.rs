@@ -7,11 +7,16 @@ use weft_llm::{ContentDelta, ProviderStream, StreamEvent};
 
 /// Where the events of a model call ([`stream_message`]) or a batch of tool calls
 /// ([`crate::calls::run_batch`]) go: the run's emitter, or a graph node's channel to the run.
+///
+/// Queuing is synchronous, so the per-delta path moves each event once, into the queue; the
+/// caller paces after each event.
 pub(crate) trait EventSink {
-    /// One event.
-    async fn event(&mut self, event: AgentEvent);
-    /// Nothing is ready: the caller waits for the model or the tools (what is buffered may go
-    /// out now).
+    /// Queues one event.
+    fn emit(&mut self, event: AgentEvent);
+    /// Lets what is queued go on, once enough has gathered (called after each event).
+    async fn pace(&mut self);
+    /// Nothing is ready: the caller waits for the model or the tools (what is queued goes out
+    /// now).
     async fn idle(&mut self);
 }
 
@@ -52,15 +57,17 @@ pub(crate) async fn stream_message(
                     _ => {}
                 }
                 if let Some(event) = content_event(delta, &stream.partial().content) {
-                    sink.event(event).await;
+                    sink.emit(event);
+                    sink.pace().await;
                 }
             }
             StreamEvent::Done(message) | StreamEvent::Error(message) => {
                 for index in open {
                     if let Some(event) = end_event(index, &message.content) {
-                        sink.event(event).await;
+                        sink.emit(event);
                     }
                 }
+                sink.pace().await;
                 return *message;
             }
         }

@@ -57,27 +57,39 @@ pub(crate) struct GraphNodeRun {
     pub(crate) tool_context: ToolContext,
 }
 
-/// A graph node's events, sent to the driver tagged with its node run.
+/// A graph node's events, sent to the driver tagged with its node run (each as soon as the
+/// caller paces, which it does after every event).
 struct NodeEvents<'a> {
     node_ref: &'a Arc<str>,
     tx: &'a mpsc::Sender<GraphMsg>,
+    queued: Vec<AgentEvent>,
 }
 
 impl EventSink for NodeEvents<'_> {
-    async fn event(&mut self, event: AgentEvent) {
-        let _ = self.tx.send(GraphMsg::Event(self.node_ref.clone(), event)).await;
+    fn emit(&mut self, event: AgentEvent) {
+        self.queued.push(event);
     }
 
-    async fn idle(&mut self) {}
+    async fn pace(&mut self) {
+        for event in self.queued.drain(..) {
+            let _ = self.tx.send(GraphMsg::Event(self.node_ref.clone(), event)).await;
+        }
+    }
+
+    async fn idle(&mut self) {
+        self.pace().await;
+    }
 }
 
 impl GraphNodeRun {
     fn events(&self) -> NodeEvents<'_> {
-        NodeEvents { node_ref: &self.node_ref, tx: &self.tx }
+        NodeEvents { node_ref: &self.node_ref, tx: &self.tx, queued: Vec::new() }
     }
 
     async fn send(&self, event: AgentEvent) {
-        self.events().event(event).await;
+        let mut events = self.events();
+        events.emit(event);
+        events.pace().await;
     }
 
     /// Runs the node to its end, starting with the model call `first` (opened by the driver on
@@ -111,7 +123,8 @@ impl GraphNodeRun {
                 NodeNext::RunTools(calls) => {
                     let (agent, cancel) = (Arc::clone(&self.agent), self.cancel.clone());
                     let context = self.tool_context.clone();
-                    let mut events = NodeEvents { node_ref: &self.node_ref, tx: &self.tx };
+                    let mut events =
+                        NodeEvents { node_ref: &self.node_ref, tx: &self.tx, queued: Vec::new() };
                     let (outcomes, _) =
                         run_batch(&agent, &calls, &context, &cancel, &mut events).await;
                     self.node.on_tool_results(outcomes)

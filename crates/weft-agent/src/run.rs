@@ -745,8 +745,11 @@ impl Run {
 struct RunSink<'a>(&'a mut Emitter);
 
 impl EventSink for RunSink<'_> {
-    async fn event(&mut self, event: AgentEvent) {
+    fn emit(&mut self, event: AgentEvent) {
         self.0.emit(event);
+    }
+
+    async fn pace(&mut self) {
         self.0.pace().await;
     }
 
