@@ -65,6 +65,8 @@ pub(crate) struct Run {
     last_state: Option<serde_json::Value>,
     /// For a recovery: the id of the run whose answer it completes (its `session_start` says so).
     recovers: Option<String>,
+    /// The steps this execution finished, for its result (the event log keeps every step).
+    steps: Vec<Arc<weft_core::AgentStep>>,
 }
 
 impl Run {
@@ -93,6 +95,7 @@ impl Run {
             last_checkpoint: None,
             recovers: None,
             last_state: None,
+            steps: Vec::new(),
         }
     }
 
@@ -149,7 +152,7 @@ impl Run {
                 self.emit_progress(events);
             }
             for step in std::mem::take(&mut progress.steps) {
-                self.emitter.emit(AgentEvent::StepEnd { step });
+                self.step_ended(step, None, None);
             }
             // A node run ended here (an observation): its checkpoint is stored before the next
             // node starts.
@@ -216,7 +219,9 @@ impl Run {
         let (messages, mut pending_tool_calls, mut pending_approvals, steps) = {
             let mut state = self.session.lock();
             let s = &mut state.session;
-            let steps = self.machine.end(s, status);
+            self.machine.end(s, status);
+            let steps: Vec<weft_core::AgentStep> =
+                std::mem::take(&mut self.steps).into_iter().map(Arc::unwrap_or_clone).collect();
             if self.session.shared.store.is_none() {
                 s.version += 1;
                 s.updated_at = now_ms();
@@ -395,7 +400,23 @@ impl Run {
         }
         // The step's assistant message sits right before its results.
         let span = first_result.checked_sub(1).map(MessageSpan::one);
-        self.emitter.emit_repeating(AgentEvent::StepEnd { step }, span);
+        self.step_ended(step, span, None);
+    }
+
+    /// A step ended: it is reported (`step_end`, in node run `node` when a graph node made it;
+    /// `span`: the log's messages it repeats) and kept for the run's result.
+    fn step_ended(
+        &mut self,
+        step: Arc<weft_core::AgentStep>,
+        span: Option<MessageSpan>,
+        node: Option<Arc<str>>,
+    ) {
+        self.steps.push(Arc::clone(&step));
+        let event = AgentEvent::StepEnd { step };
+        match node {
+            Some(node) => self.emitter.emit_in(Some(node), event),
+            None => self.emitter.emit_repeating(event, span),
+        }
     }
 
     fn emit_progress(&mut self, events: Vec<weft_core::ModeProgress>) {
@@ -562,7 +583,7 @@ impl Run {
         });
         self.emit_progress(std::mem::take(&mut progress.events));
         for step in std::mem::take(&mut progress.steps) {
-            self.emitter.emit(AgentEvent::StepEnd { step });
+            self.step_ended(step, None, None);
         }
         let error = failure.or_else(|| progress.error.clone());
         self.emitter.emit(AgentEvent::NodeExit {
@@ -618,7 +639,7 @@ impl Run {
                         self.with_session(|m, s| m.on_graph_node(s, &id, outcome, calls));
                     let node: Arc<str> = Arc::from(node_id.as_str());
                     for step in std::mem::take(&mut progress.steps) {
-                        self.emitter.emit_in(Some(node.clone()), AgentEvent::StepEnd { step });
+                        self.step_ended(step, None, Some(node.clone()));
                     }
                     for event in std::mem::take(&mut progress.events) {
                         self.emitter.emit_in(Some(node.clone()), AgentEvent::Progress(event));

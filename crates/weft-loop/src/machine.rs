@@ -136,15 +136,13 @@ pub struct ToolOutcome {
 
 /// The decisions of one execution of a run. The run's state lives in the session
 /// ([`Session::run`]), so a run suspended in one process goes on in another exactly: the machine
-/// itself holds only its limits and the steps this execution finished (for its result; the
-/// event log keeps every step).
+/// itself holds only its limits, its mode, and whether this execution recovers a run whose
+/// process died. The steps it finishes are handed to the driver in each [`Progress`].
 #[derive(Debug, Clone)]
 pub struct Machine {
     pub(crate) max_turns: u32,
     pub(crate) remote_timeout_ms: u64,
     pub(crate) mode: Mode,
-    /// The steps this execution finished.
-    steps: Vec<Arc<AgentStep>>,
     /// This execution recovers a run whose process died (which may have entered nodes it
     /// never finished).
     recovered: bool,
@@ -160,13 +158,7 @@ impl Machine {
     /// A machine of mode `mode` allowing `max_turns` model calls, whose remote calls wait
     /// `remote_timeout_ms` for their results.
     pub fn with_mode(max_turns: u32, remote_timeout_ms: u64, mode: Mode) -> Self {
-        Self {
-            max_turns: max_turns.max(1),
-            remote_timeout_ms,
-            mode,
-            steps: Vec::new(),
-            recovered: false,
-        }
+        Self { max_turns: max_turns.max(1), remote_timeout_ms, mode, recovered: false }
     }
 
     /// The machine of a run of a session with `settings`: its mode, and its own turn limit or
@@ -225,14 +217,13 @@ impl Machine {
         if session.open_turn().is_some() { self.advance(session) } else { self.mode_next(session) }
     }
 
-    /// Ends the execution with `status`: the steps it finished are returned; a run that is over
-    /// (not suspended) is cleared from the session.
-    pub fn end(&mut self, session: &mut Session, status: SessionStatus) -> Vec<AgentStep> {
+    /// Ends the execution with `status`: a run that is over (not suspended) is cleared from the
+    /// session.
+    pub fn end(&self, session: &mut Session, status: SessionStatus) {
         session.status = status;
         if !status.is_suspended() {
             session.run = None;
         }
-        std::mem::take(&mut self.steps).into_iter().map(Arc::unwrap_or_clone).collect()
     }
 
     /// The model's message arrived; `dispositions` say how to handle each of its tool calls, in
@@ -394,7 +385,6 @@ impl Machine {
             Next::CallModel
         };
         let step = Arc::new(step);
-        self.steps.push(Arc::clone(&step));
         let first_result = session.messages.len() as u64;
         let results: Vec<Arc<Message>> =
             results.into_iter().map(|r| Arc::new(Message::ToolResult(r))).collect();
@@ -543,7 +533,6 @@ impl Machine {
         let step =
             self.new_step(session, &message, step_id, started_at, latency_ms, Some(node_id), true);
         let step = Arc::new(step);
-        self.steps.push(Arc::clone(&step));
         let steps = vec![step];
         let text = message.text();
         let failure = match message.stop_reason {
@@ -588,7 +577,6 @@ impl Machine {
             );
             step.tool_results = tool_results;
             let step = Arc::new(step);
-            self.steps.push(Arc::clone(&step));
             steps.push(step);
         }
         let (events, running) =
@@ -617,7 +605,6 @@ impl Machine {
         status: SessionStatus,
     ) -> Progress {
         let step = Arc::new(step);
-        self.steps.push(Arc::clone(&step));
         let first_result = session.messages.len() as u64;
         Progress {
             completed: Some(CompletedTurn { results: Vec::new(), first_result, step }),
