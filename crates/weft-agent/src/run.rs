@@ -253,18 +253,7 @@ impl Run {
                 tool_calls: pending_tool_calls.clone(),
             });
         }
-        let (mut usage, mut cost) = (Usage::default(), Cost::default());
-        for message in &messages {
-            if let Message::Assistant(m) = &**message {
-                usage += m.usage;
-                cost += m.cost_or_zero();
-            }
-        }
-        // Scratch calls (candidates, scores, plans, graph nodes) are not in the conversation.
-        for step in steps.iter().filter(|s| s.annotations.extra.contains_key("scratch")) {
-            usage += step.llm_response.usage;
-            cost += step.llm_response.cost_or_zero();
-        }
+        let (usage, cost) = run_usage(&messages, &steps);
         let span = MessageSpan { first: self.start_len as u64, count: messages.len() as u64 };
         self.emitter.emit_repeating(
             AgentEvent::SessionEnd {
@@ -777,4 +766,21 @@ impl EventSink for RunSink<'_> {
     async fn idle(&mut self) {
         self.0.flush().await;
     }
+}
+
+/// What a run's model calls used and cost: its messages', and its scratch calls' (candidates,
+/// scores, plans, graph nodes), which are not in the conversation.
+fn run_usage(messages: &[Arc<Message>], steps: &[weft_core::AgentStep]) -> (Usage, Cost) {
+    let (mut usage, mut cost) = (Usage::default(), Cost::default());
+    for message in messages {
+        if let Message::Assistant(m) = &**message {
+            usage += m.usage;
+            cost += m.cost_or_zero();
+        }
+    }
+    for step in steps.iter().filter(|s| s.annotations.extra.contains_key("scratch")) {
+        usage += step.llm_response.usage;
+        cost += step.llm_response.cost_or_zero();
+    }
+    (usage, cost)
 }
