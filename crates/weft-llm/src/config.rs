@@ -14,7 +14,7 @@
 //! local OpenAI-compatible servers (Ollama, vLLM, llama.cpp) often need none.
 //!
 //! A base URL must be an `http` or `https` URL with a host (`localhost:8080` without its scheme
-//! is refused): anything else is [`ConfigError::InvalidBaseUrl`], naming the variable and the
+//! is refused): anything else is [`ProviderConfigError::InvalidBaseUrl`], naming the variable and the
 //! value (without any user, password or query it holds).
 //!
 //! API keys never appear in errors or `Debug` output.
@@ -33,7 +33,7 @@
 //!
 //! Durations are a number of seconds (`30`, `0.5`) or numbers with units (`500ms`, `30s`, `2m`,
 //! `1h`, `1m30s`), as [`parse_duration`] reads them; a timeout must be more than zero. An
-//! invalid value is [`ConfigError::InvalidSetting`] naming the variable. See
+//! invalid value is [`ProviderConfigError::InvalidSetting`] naming the variable. See
 //! [`Timeouts`] for what the defaults bound.
 
 use std::sync::Arc;
@@ -49,7 +49,7 @@ pub const PROVIDER_NAMES: [&str; 5] = ["openai", "openai-responses", "anthropic"
 
 /// Why a provider could not be configured. Messages are one line and never hold a key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
+pub enum ProviderConfigError {
     /// The provider needs an API key and its variable is not set.
     #[error("{variable} is not set: the {provider} provider needs an API key")]
     MissingKey {
@@ -136,9 +136,9 @@ pub fn api_key_variable(provider: &str) -> Option<&'static str> {
 pub fn settings_from_env(
     provider: &str,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<ProviderSettings, ConfigError> {
+) -> Result<ProviderSettings, ProviderConfigError> {
     let vars =
-        vars(provider).ok_or_else(|| ConfigError::UnknownProvider { name: provider.to_owned() })?;
+        vars(provider).ok_or_else(|| ProviderConfigError::UnknownProvider { name: provider.to_owned() })?;
     let get = |name: &str| env(name).filter(|value| !value.trim().is_empty());
     let base_override = match vars.base_url {
         Some(variable) => match get(variable) {
@@ -152,7 +152,7 @@ pub fn settings_from_env(
         && api_key.is_none()
         && !(provider == "openai" && base_override.is_some())
     {
-        return Err(ConfigError::MissingKey { provider: provider.to_owned(), variable });
+        return Err(ProviderConfigError::MissingKey { provider: provider.to_owned(), variable });
     }
     let base_url = base_override.unwrap_or_else(|| vars.default_base_url.to_owned());
     Ok(ProviderSettings {
@@ -165,10 +165,10 @@ pub fn settings_from_env(
 
 /// `value` of `variable` trimmed (spaces, trailing slashes), if it is an `http`/`https` URL with a
 /// host.
-fn checked_base_url(variable: &'static str, value: &str) -> Result<String, ConfigError> {
+fn checked_base_url(variable: &'static str, value: &str) -> Result<String, ProviderConfigError> {
     let raw = value.trim();
     let url = raw.trim_end_matches('/');
-    let invalid = |reason: String| ConfigError::InvalidBaseUrl {
+    let invalid = |reason: String| ProviderConfigError::InvalidBaseUrl {
         variable,
         value: crate::http::shown_url(value),
         reason,
@@ -291,12 +291,12 @@ pub const MAX_RETRIES_VAR: &str = "WEFT_MAX_RETRIES";
 /// production and a map in tests.
 pub fn http_from_env(
     get: impl Fn(&str) -> Option<String>,
-) -> Result<(Timeouts, RetryPolicy), ConfigError> {
+) -> Result<(Timeouts, RetryPolicy), ProviderConfigError> {
     let value = |variable: &str| get(variable).filter(|v| !v.trim().is_empty());
-    let timeout = |variable: &'static str, default: Duration| -> Result<Duration, ConfigError> {
+    let timeout = |variable: &'static str, default: Duration| -> Result<Duration, ProviderConfigError> {
         let Some(text) = value(variable) else { return Ok(default) };
         let invalid =
-            |reason: String| ConfigError::InvalidSetting { variable, value: text.clone(), reason };
+            |reason: String| ProviderConfigError::InvalidSetting { variable, value: text.clone(), reason };
         match parse_duration(&text) {
             Ok(d) if d.is_zero() => Err(invalid("a timeout must be more than zero".to_owned())),
             Ok(d) => Ok(d),
@@ -312,7 +312,7 @@ pub fn http_from_env(
     let mut retry = RetryPolicy::default();
     if let Some(text) = value(MAX_RETRIES_VAR) {
         retry.max_retries =
-            text.trim().parse::<u32>().map_err(|_| ConfigError::InvalidSetting {
+            text.trim().parse::<u32>().map_err(|_| ProviderConfigError::InvalidSetting {
                 variable: MAX_RETRIES_VAR,
                 value: text.clone(),
                 reason: "expected a whole number of retries (0 for none), such as 2".to_owned(),
@@ -322,12 +322,12 @@ pub fn http_from_env(
 }
 
 /// [`http_from_env`] with the process environment.
-pub fn http_from_process_env() -> Result<(Timeouts, RetryPolicy), ConfigError> {
+pub fn http_from_process_env() -> Result<(Timeouts, RetryPolicy), ProviderConfigError> {
     http_from_env(|name| std::env::var(name).ok())
 }
 
 /// [`settings_from_env`] with the process environment.
-pub fn settings_from_process_env(provider: &str) -> Result<ProviderSettings, ConfigError> {
+pub fn settings_from_process_env(provider: &str) -> Result<ProviderSettings, ProviderConfigError> {
     settings_from_env(provider, &|name| std::env::var(name).ok())
 }
 
@@ -339,7 +339,7 @@ pub fn provider_from_settings(
     name: &str,
     settings: ProviderSettings,
     client: HttpClient,
-) -> Result<Arc<dyn Provider>, ConfigError> {
+) -> Result<Arc<dyn Provider>, ProviderConfigError> {
     use crate::providers::{anthropic, gemini, openai_chat, openai_responses};
     Ok(match name {
         "openai" => Arc::new(openai_chat::OpenAiChat::new(settings, client)),
@@ -347,12 +347,12 @@ pub fn provider_from_settings(
         "anthropic" => Arc::new(anthropic::Anthropic::new(settings, client)),
         "gemini" => Arc::new(gemini::Gemini::new(settings, client)),
         "faux" => {
-            return Err(ConfigError::Unsupported {
+            return Err(ProviderConfigError::Unsupported {
                 provider: name.to_owned(),
                 reason: "it plays a script; build it with FauxProvider::new",
             });
         }
-        _ => return Err(ConfigError::UnknownProvider { name: name.to_owned() }),
+        _ => return Err(ProviderConfigError::UnknownProvider { name: name.to_owned() }),
     })
 }
 
@@ -425,7 +425,7 @@ mod tests {
         let err = settings_from_env("anthropic", &env(&[])).unwrap_err();
         assert_eq!(
             err,
-            ConfigError::MissingKey { provider: "anthropic".into(), variable: "ANTHROPIC_API_KEY" }
+            ProviderConfigError::MissingKey { provider: "anthropic".into(), variable: "ANTHROPIC_API_KEY" }
         );
         assert_eq!(
             err.to_string(),
@@ -451,7 +451,7 @@ mod tests {
         // Only the Chat Completions dialect: the Responses API is OpenAI's own.
         assert!(matches!(
             settings_from_env("openai-responses", &local),
-            Err(ConfigError::MissingKey { variable: "OPENAI_API_KEY", .. })
+            Err(ProviderConfigError::MissingKey { variable: "OPENAI_API_KEY", .. })
         ));
         // Without the override the key is required.
         assert!(settings_from_env("openai", &env(&[])).is_err());
@@ -503,7 +503,7 @@ mod tests {
                 (variable, value),
             ]);
             let err = settings_from_env(provider, &vars).unwrap_err();
-            let ConfigError::InvalidBaseUrl { variable: v, value: shown, reason: why } = &err
+            let ProviderConfigError::InvalidBaseUrl { variable: v, value: shown, reason: why } = &err
             else {
                 panic!("{provider} {value}: {err:?}")
             };
@@ -624,7 +624,7 @@ mod tests {
         ] {
             let err = http_from_env(env(&[(variable, value)])).unwrap_err();
             assert!(
-                matches!(&err, ConfigError::InvalidSetting { variable: v, value: shown, .. }
+                matches!(&err, ProviderConfigError::InvalidSetting { variable: v, value: shown, .. }
                     if *v == variable && shown == value),
                 "{err:?}"
             );
@@ -647,9 +647,9 @@ mod tests {
         }
         let settings = settings_from_env("faux", &keys()).unwrap();
         let err = provider_from_settings("faux", settings.clone(), client.clone()).err().unwrap();
-        assert!(matches!(err, ConfigError::Unsupported { .. }));
+        assert!(matches!(err, ProviderConfigError::Unsupported { .. }));
         assert!(err.to_string().contains("FauxProvider::new"));
         let err = provider_from_settings("nope", settings, client).err().unwrap();
-        assert!(matches!(err, ConfigError::UnknownProvider { .. }));
+        assert!(matches!(err, ProviderConfigError::UnknownProvider { .. }));
     }
 }
