@@ -137,8 +137,8 @@ pub fn settings_from_env(
     provider: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ProviderSettings, ProviderConfigError> {
-    let vars =
-        vars(provider).ok_or_else(|| ProviderConfigError::UnknownProvider { name: provider.to_owned() })?;
+    let vars = vars(provider)
+        .ok_or_else(|| ProviderConfigError::UnknownProvider { name: provider.to_owned() })?;
     let get = |name: &str| env(name).filter(|value| !value.trim().is_empty());
     let base_override = match vars.base_url {
         Some(variable) => match get(variable) {
@@ -293,16 +293,20 @@ pub fn http_from_env(
     get: impl Fn(&str) -> Option<String>,
 ) -> Result<(Timeouts, RetryPolicy), ProviderConfigError> {
     let value = |variable: &str| get(variable).filter(|v| !v.trim().is_empty());
-    let timeout = |variable: &'static str, default: Duration| -> Result<Duration, ProviderConfigError> {
-        let Some(text) = value(variable) else { return Ok(default) };
-        let invalid =
-            |reason: String| ProviderConfigError::InvalidSetting { variable, value: text.clone(), reason };
-        match parse_duration(&text) {
-            Ok(d) if d.is_zero() => Err(invalid("a timeout must be more than zero".to_owned())),
-            Ok(d) => Ok(d),
-            Err(e) => Err(invalid(e.reason.to_owned())),
-        }
-    };
+    let timeout =
+        |variable: &'static str, default: Duration| -> Result<Duration, ProviderConfigError> {
+            let Some(text) = value(variable) else { return Ok(default) };
+            let invalid = |reason: String| ProviderConfigError::InvalidSetting {
+                variable,
+                value: text.clone(),
+                reason,
+            };
+            match parse_duration(&text) {
+                Ok(d) if d.is_zero() => Err(invalid("a timeout must be more than zero".to_owned())),
+                Ok(d) => Ok(d),
+                Err(e) => Err(invalid(e.reason.to_owned())),
+            }
+        };
     let defaults = Timeouts::default();
     let timeouts = Timeouts {
         connect: timeout(CONNECT_TIMEOUT_VAR, defaults.connect)?,
@@ -425,7 +429,10 @@ mod tests {
         let err = settings_from_env("anthropic", &env(&[])).unwrap_err();
         assert_eq!(
             err,
-            ProviderConfigError::MissingKey { provider: "anthropic".into(), variable: "ANTHROPIC_API_KEY" }
+            ProviderConfigError::MissingKey {
+                provider: "anthropic".into(),
+                variable: "ANTHROPIC_API_KEY"
+            }
         );
         assert_eq!(
             err.to_string(),
@@ -503,7 +510,8 @@ mod tests {
                 (variable, value),
             ]);
             let err = settings_from_env(provider, &vars).unwrap_err();
-            let ProviderConfigError::InvalidBaseUrl { variable: v, value: shown, reason: why } = &err
+            let ProviderConfigError::InvalidBaseUrl { variable: v, value: shown, reason: why } =
+                &err
             else {
                 panic!("{provider} {value}: {err:?}")
             };

@@ -28,11 +28,56 @@ pub struct ExecuteRequest {
     pub input: Input,
     /// For a new session: the messages it starts with and its tools. A tool without a local
     /// executor of the same name is a remote tool, run by the client.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "optional_object")]
     pub context: Option<ExecuteContext>,
     /// Options.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "object")]
     pub options: ExecuteOptions,
+}
+
+/// Reads `T` from a JSON object only: serde reads a struct from an array of its fields too
+/// (`"options": [null, null]`), which the API's schema does not allow.
+fn object<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct ObjectOnly<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for ObjectOnly<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+            T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    deserializer.deserialize_map(ObjectOnly(std::marker::PhantomData))
+}
+
+/// [`object`], or `null`.
+fn optional_object<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct Optional<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Optional<T> {
+        type Value = Option<T>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object or null")
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+        fn visit_some<D2: serde::Deserializer<'de>>(self, d: D2) -> Result<Option<T>, D2::Error> {
+            object(d).map(Some)
+        }
+    }
+    deserializer.deserialize_option(Optional(std::marker::PhantomData))
 }
 
 /// The schema of `ExecuteRequest.input`: one of its three forms, as the server reads them.
@@ -392,6 +437,22 @@ mod tests {
             .err()
             .map(|e| e.detail.message)
             .unwrap_or_default()
+    }
+
+    #[test]
+    fn options_and_context_are_objects_never_arrays_of_their_fields() {
+        let input = r#""input": {"role": "user", "content": "hi"}"#;
+        let said = message(&format!(r#"{{{input}, "options": [null, null]}}"#));
+        assert!(said.contains("options") && said.contains("expected an object"), "{said}");
+        let said = message(&format!(r#"{{{input}, "context": [[], []]}}"#));
+        assert!(said.contains("context") && said.contains("expected an object"), "{said}");
+        for ok in [
+            format!(r#"{{{input}}}"#),
+            format!(r#"{{{input}, "context": null, "options": {{}}}}"#),
+            format!(r#"{{{input}, "context": {{}}, "options": {{"maxTurns": 2}}}}"#),
+        ] {
+            assert_eq!(message(&ok), "", "{ok}");
+        }
     }
 
     #[test]
