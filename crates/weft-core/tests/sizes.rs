@@ -37,7 +37,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/weft-server/src/chat.rs", "chat", 104),
     ("crates/weft-server/src/execute.rs", "start", 103),
     ("crates/weft-server/src/metrics.rs", "Metrics::render", 112),
-    ("crates/weft-tools/src/builtin/mod.rs", "tools", 130),
 ];
 
 /// A file or function over its limit.
