@@ -33,7 +33,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/weft-protocol/src/agui/tests.rs", "check", 119),
     ("crates/weft-protocol/src/loom/tests/random.rs", "random_session", 135),
     ("crates/weft-protocol/src/vercel/tests.rs", "check", 127),
-    ("crates/weft-server/src/agui.rs", "agent_run", 114),
     ("crates/weft-server/src/chat.rs", "chat", 104),
     ("crates/weft-server/src/execute.rs", "start", 103),
     ("crates/weft-server/src/metrics.rs", "Metrics::render", 112),
