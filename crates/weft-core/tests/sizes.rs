@@ -35,7 +35,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/weft-protocol/src/vercel/tests.rs", "check", 127),
     ("crates/weft-server/src/chat.rs", "chat", 104),
     ("crates/weft-server/src/execute.rs", "start", 103),
-    ("crates/weft-server/src/metrics.rs", "Metrics::render", 112),
 ];
 
 /// A file or function over its limit.
