@@ -9,7 +9,7 @@ use futures::{Stream, StreamExt};
 use serde_json::Value;
 use weft_core::StopReason;
 
-use crate::dialect::SseDecoder;
+use crate::dialect::{DecodeFailure, SseDecoder};
 use crate::event::ProviderEvent;
 use crate::sse::SseParser;
 
@@ -208,9 +208,7 @@ where
                 Ok(response) => response,
                 Err(failure) => match next_delay(&policy, attempt, waited, &failure) {
                     Some(delay) => {
-                        tokio::time::sleep(delay).await;
-                        waited = waited.saturating_add(delay);
-                        attempt += 1;
+                        back_off(delay, &mut waited, &mut attempt).await;
                         continue 'attempts;
                     }
                     None => {
@@ -220,46 +218,18 @@ where
                     }
                 },
             };
-            let content_type = response
-                .headers()
-                .get(reqwest::header::CONTENT_TYPE)
-                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            let content_type = content_type_of(&response);
             let mut body = response.bytes_stream();
             let idle = client.timeouts.idle;
             // Bytes read before decoding (to tell an event stream from another body), decoded
             // first. Nothing is read ahead when the content type says `text/event-stream`.
-            let mut sniffed: Option<Vec<u8>> = None;
-            if !is_event_stream(content_type.as_deref()) {
-                let mut head = Vec::new();
-                let looks_like_sse = loop {
-                    if let Some(verdict) = starts_like_sse(&head) {
-                        break verdict;
-                    }
-                    match read_chunk(&mut body, idle).await {
-                        Read::Chunk(bytes) => head.extend_from_slice(bytes.as_ref()),
-                        // Too short to tell: without a content type, the decoder says what such
-                        // a body means for its dialect (an empty body, usually).
-                        Read::End => break content_type.is_none(),
-                        Read::Failed(message) => {
-                            yield ProviderEvent::Error { reason: StopReason::Error, message };
-                            return;
-                        }
-                    }
-                };
-                if !looks_like_sse {
-                    // A little more of the body, for the message.
-                    while head.len() < EXCERPT_BYTES {
-                        match read_chunk(&mut body, idle).await {
-                            Read::Chunk(bytes) => head.extend_from_slice(bytes.as_ref()),
-                            Read::End | Read::Failed(_) => break,
-                        }
-                    }
-                    let message = not_an_event_stream(content_type.as_deref(), &head);
+            let mut sniffed = match sniff(&mut body, content_type.as_deref(), idle).await {
+                Ok(sniffed) => sniffed,
+                Err(message) => {
                     yield ProviderEvent::Error { reason: StopReason::Error, message };
                     return;
                 }
-                sniffed = Some(head);
-            }
+            };
             let mut decoder = make_decoder();
             let mut content = false;
             let mut parser = SseParser::new();
@@ -281,21 +251,11 @@ where
                 for event in events.drain(..) {
                     let result = decoder.event(&event, &mut out);
                     if let Err(failure) = &result
-                        && failure.retryable
-                        && !content
-                        && !out.iter().any(|e| matches!(e, ProviderEvent::Content(_)))
+                        && let Some(delay) =
+                            decoder_retry(&policy, attempt, waited, failure, content, &out)
                     {
-                        let attempt_failure = Attempt {
-                            message: failure.message.clone(),
-                            retryable: true,
-                            retry_after: None,
-                        };
-                        if let Some(delay) = next_delay(&policy, attempt, waited, &attempt_failure) {
-                            tokio::time::sleep(delay).await;
-                            waited = waited.saturating_add(delay);
-                            attempt += 1;
-                            continue 'attempts;
-                        }
+                        back_off(delay, &mut waited, &mut attempt).await;
+                        continue 'attempts;
                     }
                     for e in out.drain(..) {
                         content |= matches!(e, ProviderEvent::Content(_));
@@ -306,11 +266,7 @@ where
                         }
                     }
                     if let Err(failure) = result {
-                        let message = if content {
-                            failure.message
-                        } else {
-                            after_retries(failure.message, attempt)
-                        };
+                        let message = failure_message(failure, content, attempt);
                         yield ProviderEvent::Error { reason: StopReason::Error, message };
                         return;
                     }
@@ -328,6 +284,86 @@ where
             return;
         }
     }
+}
+
+/// The content type a response says its body has, if any.
+fn content_type_of(response: &reqwest::Response) -> Option<String> {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+}
+
+/// The message a decoder's failure ends the call with: after content, its own; before any,
+/// with the retries there were.
+fn failure_message(failure: DecodeFailure, content: bool, attempt: u32) -> String {
+    if content { failure.message } else { after_retries(failure.message, attempt) }
+}
+
+/// Waits `delay` before the next attempt, and counts it.
+async fn back_off(delay: Duration, waited: &mut Duration, attempt: &mut u32) {
+    tokio::time::sleep(delay).await;
+    *waited = waited.saturating_add(delay);
+    *attempt += 1;
+}
+
+/// Tells an event stream from another body by its start, unless `content_type` says it is one
+/// (then nothing is read and the answer is `Ok(None)`): `Ok(Some)` with the bytes read when it
+/// looks like one, `Err` with the message that ends the call when it does not or cannot be read.
+async fn sniff<B, S>(
+    body: &mut S,
+    content_type: Option<&str>,
+    idle: Duration,
+) -> Result<Option<Vec<u8>>, String>
+where
+    B: AsRef<[u8]>,
+    S: Stream<Item = Result<B, reqwest::Error>> + Unpin,
+{
+    if is_event_stream(content_type) {
+        return Ok(None);
+    }
+    let mut head = Vec::new();
+    let looks_like_sse = loop {
+        if let Some(verdict) = starts_like_sse(&head) {
+            break verdict;
+        }
+        match read_chunk(body, idle).await {
+            Read::Chunk(bytes) => head.extend_from_slice(bytes.as_ref()),
+            // Too short to tell: without a content type, the decoder says what such a body
+            // means for its dialect (an empty body, usually).
+            Read::End => break content_type.is_none(),
+            Read::Failed(message) => return Err(message),
+        }
+    };
+    if !looks_like_sse {
+        // A little more of the body, for the message.
+        while head.len() < EXCERPT_BYTES {
+            match read_chunk(body, idle).await {
+                Read::Chunk(bytes) => head.extend_from_slice(bytes.as_ref()),
+                Read::End | Read::Failed(_) => break,
+            }
+        }
+        return Err(not_an_event_stream(content_type, &head));
+    }
+    Ok(Some(head))
+}
+
+/// The delay before trying again after the decoder reported `failure`: only a retryable failure
+/// before any content (sent, or among the events in `out`), as `policy` allows.
+fn decoder_retry(
+    policy: &RetryPolicy,
+    attempt: u32,
+    waited: Duration,
+    failure: &DecodeFailure,
+    content: bool,
+    out: &[ProviderEvent],
+) -> Option<Duration> {
+    if !failure.retryable || content || out.iter().any(|e| matches!(e, ProviderEvent::Content(_))) {
+        return None;
+    }
+    let attempt_failure =
+        Attempt { message: failure.message.clone(), retryable: true, retry_after: None };
+    next_delay(policy, attempt, waited, &attempt_failure)
 }
 
 /// How much of a body that is not an event stream is read, to quote its start.

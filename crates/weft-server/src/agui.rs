@@ -453,10 +453,9 @@ async fn agent_run(
     // The conversation as the session has it, for a client whose messages lack it (a reloaded
     // page, a client sending only its new message): sent as `MESSAGES_SNAPSHOT` once the run
     // has started.
-    let mut history_snapshot: Option<Snapshot> = None;
-    let (target, plan) = match &chat {
+    let (target, plan, history_snapshot) = match &chat {
         None => match conversation.last_user.clone() {
-            Some(user) => (input.thread_id.clone(), Plan::Run(Input::User(user))),
+            Some(user) => (input.thread_id.clone(), Plan::Run(Input::User(user)), None),
             None => {
                 return Err(ApiError::bad_request(
                     "user_message_required",
@@ -468,48 +467,10 @@ async fn agent_run(
             }
         },
         Some(chat) => {
-            let session = &chat.session;
-            let pending = session.pending_tool_calls();
-            if !input.resume.is_empty() {
-                // CopilotKit's `useInterrupt` answers with `resume` and also adds a tool message
-                // of its own for the call (the resume payload as its content). That message is
-                // not the call's result: the server runs the call, and its result is sent
-                // (not held back as the client's), after a snapshot of the conversation as the
-                // session has it, which takes the stand-in message out of the client's list.
-                let before = answered.len();
-                answered.retain(|id| !input.resume.iter().any(|r| r.interrupt_id == *id));
-                if answered.len() != before {
-                    history_snapshot = Some(Snapshot::Session);
-                }
-                let approvals = input.resume.iter().map(decision).collect();
-                (chat.current.clone(), Plan::Run(Input::Approvals { approvals }))
-            } else if !pending.is_empty()
-                && let results = tool_results(&conversation.history, &pending)
-                && !results.is_empty()
+            match continue_chat(&state, &caller, &input, chat, &conversation, &mut answered).await?
             {
-                (chat.current.clone(), Plan::Run(Input::ToolResults(results)))
-            } else {
-                let last_user = conversation.last_user.as_ref();
-                match frontends::intent(session, last_user, conversation.user_count, false) {
-                    Intent::New(user) => {
-                        if lacks_history(session, &conversation) {
-                            history_snapshot =
-                                Some(Snapshot::SessionThen(Message::User(user.clone())));
-                        }
-                        (chat.current.clone(), Plan::Run(Input::User(user)))
-                    }
-                    Intent::Fork { at, message } => {
-                        let branch = frontends::fork(&state, &caller, chat, at).await?;
-                        (branch, Plan::Run(Input::User(message)))
-                    }
-                    // A client reconnecting to a run under way follows it.
-                    Intent::Nothing if chat.handle.status() == SessionStatus::Running => {
-                        (chat.current.clone(), Plan::Attach)
-                    }
-                    Intent::Nothing => {
-                        return Ok(nothing_new(&input.thread_id, input.run_id.as_deref()));
-                    }
-                }
+                Some(next) => next,
+                None => return Ok(nothing_new(&input.thread_id, input.run_id.as_deref())),
             }
         }
     };
@@ -543,6 +504,60 @@ async fn agent_run(
         }
     }
     Ok(frontends::sse(state, streamed, Box::new(encoder), None))
+}
+
+/// What a run on an existing chat does with what the client sent: the branch to run on, the
+/// plan, and the snapshot of the conversation to send first, if any; `None` when the client
+/// brings nothing new and no run is under way. Resumed interrupts are taken out of `answered`.
+async fn continue_chat(
+    state: &AppState,
+    caller: &Caller,
+    input: &RunAgentInput,
+    chat: &frontends::Chat,
+    conversation: &Conversation,
+    answered: &mut Vec<String>,
+) -> Result<Option<(String, Plan, Option<Snapshot>)>, ApiError> {
+    let session = &chat.session;
+    let pending = session.pending_tool_calls();
+    let next = if !input.resume.is_empty() {
+        // CopilotKit's `useInterrupt` answers with `resume` and also adds a tool message
+        // of its own for the call (the resume payload as its content). That message is
+        // not the call's result: the server runs the call, and its result is sent
+        // (not held back as the client's), after a snapshot of the conversation as the
+        // session has it, which takes the stand-in message out of the client's list.
+        let mut history_snapshot = None;
+        let before = answered.len();
+        answered.retain(|id| !input.resume.iter().any(|r| r.interrupt_id == *id));
+        if answered.len() != before {
+            history_snapshot = Some(Snapshot::Session);
+        }
+        let approvals = input.resume.iter().map(decision).collect();
+        Some((chat.current.clone(), Plan::Run(Input::Approvals { approvals }), history_snapshot))
+    } else if !pending.is_empty()
+        && let results = tool_results(&conversation.history, &pending)
+        && !results.is_empty()
+    {
+        Some((chat.current.clone(), Plan::Run(Input::ToolResults(results)), None))
+    } else {
+        let last_user = conversation.last_user.as_ref();
+        match frontends::intent(session, last_user, conversation.user_count, false) {
+            Intent::New(user) => {
+                let snapshot = lacks_history(session, conversation)
+                    .then(|| Snapshot::SessionThen(Message::User(user.clone())));
+                Some((chat.current.clone(), Plan::Run(Input::User(user)), snapshot))
+            }
+            Intent::Fork { at, message } => {
+                let branch = frontends::fork(state, caller, chat, at).await?;
+                Some((branch, Plan::Run(Input::User(message)), None))
+            }
+            // A client reconnecting to a run under way follows it.
+            Intent::Nothing if chat.handle.status() == SessionStatus::Running => {
+                Some((chat.current.clone(), Plan::Attach, None))
+            }
+            Intent::Nothing => None,
+        }
+    };
+    Ok(next)
 }
 
 /// The conversation a run's `MESSAGES_SNAPSHOT` shows a client (see

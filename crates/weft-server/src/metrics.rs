@@ -104,14 +104,15 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub(crate) fn render(&self) -> String {
         let mut out = String::new();
-        let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, String)]| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-            for (labels, value) in samples {
-                let _ = writeln!(out, "{name}{labels} {value}");
-            }
-        };
-        let plain = |v: String| vec![(String::new(), v)];
+        self.render_runs(&mut out);
+        self.render_http(&mut out);
+        out
+    }
+
+    /// The metrics of runs: how many, their events, tokens and cost.
+    fn render_runs(&self, out: &mut String) {
         metric(
+            out,
             "weft_runs_active",
             "gauge",
             "Runs started by this server and not finished.",
@@ -121,14 +122,16 @@ impl Metrics {
             let map = self.runs_finished.lock().unwrap_or_else(|e| e.into_inner());
             map.iter().map(|(s, n)| (format!("{{status=\"{s}\"}}"), n.to_string())).collect()
         };
-        metric("weft_runs_finished_total", "counter", "Runs finished, by status.", &finished);
+        metric(out, "weft_runs_finished_total", "counter", "Runs finished, by status.", &finished);
         metric(
+            out,
             "weft_events_streamed_total",
             "counter",
             "Events sent to clients (SSE, NDJSON, WebSocket).",
             &plain(self.events_streamed.load(Ordering::Relaxed).to_string()),
         );
         metric(
+            out,
             "weft_tokens_total",
             "counter",
             "Tokens used by finished runs.",
@@ -142,39 +145,54 @@ impl Metrics {
         );
         let cost = self.cost_micros.load(Ordering::Relaxed) as f64 / 1e6;
         metric(
+            out,
             "weft_cost_usd_total",
             "counter",
             "Cost of finished runs in USD.",
             &plain(format!("{cost}")),
         );
+    }
+
+    /// The metrics of HTTP: responses, clients, connections, WebSockets, and store calls.
+    fn render_http(&self, out: &mut String) {
         let responses: Vec<_> = {
             let map = self.responses.lock().unwrap_or_else(|e| e.into_inner());
             map.iter().map(|(s, n)| (format!("{{status=\"{s}\"}}"), n.to_string())).collect()
         };
-        metric("weft_http_responses_total", "counter", "HTTP responses, by status.", &responses);
+        metric(
+            out,
+            "weft_http_responses_total",
+            "counter",
+            "HTTP responses, by status.",
+            &responses,
+        );
         let errors: u64 = {
             let map = self.responses.lock().unwrap_or_else(|e| e.into_inner());
             map.iter().filter(|(s, _)| **s >= 400).map(|(_, n)| n).sum()
         };
         metric(
+            out,
             "weft_http_errors_total",
             "counter",
             "HTTP responses with a 4xx or 5xx status.",
             &plain(errors.to_string()),
         );
         metric(
+            out,
             "weft_stream_clients",
             "gauge",
             "Clients reading an event stream now.",
             &plain(self.stream_clients.load(Ordering::Relaxed).to_string()),
         );
         metric(
+            out,
             "weft_connections_open",
             "gauge",
             "HTTP connections open now (WebSockets included).",
             &plain(self.connections_open.load(Ordering::Relaxed).to_string()),
         );
         metric(
+            out,
             "weft_connections_stalled",
             "gauge",
             "Connections whose writes wait on a full socket now (the client takes no data).",
@@ -185,6 +203,7 @@ impl Metrics {
             map.iter().map(|(r, n)| (format!("{{reason=\"{r}\"}}"), n.to_string())).collect()
         };
         metric(
+            out,
             "weft_connections_closed_total",
             "counter",
             "Connections the server closed or refused itself, by reason (header_timeout, \
@@ -192,12 +211,14 @@ impl Metrics {
             &closed,
         );
         metric(
+            out,
             "weft_ws_queued_bytes",
             "gauge",
             "Bytes waiting in WebSocket send queues now.",
             &plain(self.ws_queued_bytes.load(Ordering::Relaxed).to_string()),
         );
         metric(
+            out,
             "weft_ws_slow_closed_total",
             "counter",
             "WebSockets closed because the client took no data for limits.ws_send_timeout.",
@@ -206,12 +227,25 @@ impl Metrics {
         let calls = self.store_calls.load(Ordering::Relaxed);
         let seconds = self.store_micros.load(Ordering::Relaxed) as f64 / 1e6;
         metric(
+            out,
             "weft_store_seconds",
             "summary",
             "Time spent in session store calls made by request handlers.",
             // The "labels" here are the summary's suffixes: `weft_store_seconds_sum …`.
             &[("_sum".into(), format!("{seconds}")), ("_count".into(), calls.to_string())],
         );
-        out
     }
+}
+
+/// Writes one metric to `out`: its help and type lines, then a line for each (labels, value).
+fn metric(out: &mut String, name: &str, kind: &str, help: &str, samples: &[(String, String)]) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    for (labels, value) in samples {
+        let _ = writeln!(out, "{name}{labels} {value}");
+    }
+}
+
+/// One sample with no labels.
+fn plain(v: String) -> Vec<(String, String)> {
+    vec![(String::new(), v)]
 }

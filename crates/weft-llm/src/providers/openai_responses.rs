@@ -99,85 +99,8 @@ fn build_body(request: &ModelRequest, messages: &[Message], summary: Option<&str
                 let content: Vec<Value> = user.content.iter().map(input_part).collect();
                 input.push(json!({"role": "user", "content": content}));
             }
-            Message::Assistant(assistant) => {
-                // Output item ids (`fc_…`) are only valid with the reasoning items of the model
-                // that made them, which only the same model gets back.
-                let same_model = assistant.provider == NAME && assistant.model == request.model;
-                for (i, block) in assistant.content.iter().enumerate() {
-                    match block {
-                        AssistantContent::Thinking(t) => {
-                            // Only reasoning items this API made can go back (sent exactly).
-                            if let Some(item) = t
-                                .signature
-                                .as_deref()
-                                .and_then(|s| serde_json::from_str::<Value>(s).ok())
-                                .filter(|v| {
-                                    v.get("type").and_then(Value::as_str) == Some("reasoning")
-                                })
-                            {
-                                input.push(item);
-                            }
-                        }
-                        AssistantContent::Text(t) => {
-                            if t.text.is_empty() {
-                                continue;
-                            }
-                            input.push(json!({
-                                "type": "message",
-                                "role": "assistant",
-                                "content": [{"type": "output_text", "text": t.text, "annotations": []}],
-                                "status": "completed",
-                                "id": format!("msg_{}_{i}", assistant.timestamp),
-                            }));
-                        }
-                        AssistantContent::ToolCall(call) => {
-                            let (call_id, item_id) = split_call_id(&call.id);
-                            let mut item = Map::new();
-                            item.insert("type".into(), "function_call".into());
-                            if let Some(item_id) = item_id.filter(|_| same_model) {
-                                item.insert("id".into(), item_id.into());
-                            }
-                            item.insert("call_id".into(), call_id.into());
-                            item.insert("name".into(), call.name.clone().into());
-                            item.insert(
-                                "arguments".into(),
-                                super::openai_chat::arguments_text(&call.arguments).into(),
-                            );
-                            input.push(Value::Object(item));
-                        }
-                    }
-                }
-            }
-            Message::ToolResult(result) => {
-                let (call_id, _) = split_call_id(&result.tool_call_id);
-                let text: Vec<&str> = result
-                    .content
-                    .iter()
-                    .filter_map(|c| match c {
-                        UserContent::Text(t) => Some(t.text.as_str()),
-                        UserContent::Image(_) => None,
-                    })
-                    .collect();
-                input.push(json!({
-                    "type": "function_call_output",
-                    "call_id": call_id,
-                    "output": text.join("\n"),
-                }));
-                let images: Vec<Value> = result
-                    .content
-                    .iter()
-                    .filter(|c| matches!(c, UserContent::Image(_)))
-                    .map(input_part)
-                    .collect();
-                if !images.is_empty() {
-                    let mut content = vec![json!({
-                        "type": "input_text",
-                        "text": format!("Images returned by {}:", result.tool_name),
-                    })];
-                    content.extend(images);
-                    input.push(json!({"role": "user", "content": content}));
-                }
-            }
+            Message::Assistant(assistant) => assistant_items(assistant, &request.model, &mut input),
+            Message::ToolResult(result) => tool_result_items(result, &mut input),
         }
     }
     let mut body = Map::new();
@@ -202,6 +125,89 @@ fn build_body(request: &ModelRequest, messages: &[Message], summary: Option<&str
         body.insert("reasoning".into(), json!({"summary": summary}));
     }
     Value::Object(body)
+}
+
+/// The input items of an assistant message: its reasoning items (those this API made), text
+/// messages and function calls; `model` is the model the request is for.
+fn assistant_items(assistant: &weft_core::AssistantMessage, model: &str, input: &mut Vec<Value>) {
+    // Output item ids (`fc_…`) are only valid with the reasoning items of the model
+    // that made them, which only the same model gets back.
+    let same_model = assistant.provider == NAME && assistant.model == model;
+    for (i, block) in assistant.content.iter().enumerate() {
+        match block {
+            AssistantContent::Thinking(t) => {
+                // Only reasoning items this API made can go back (sent exactly).
+                if let Some(item) = t
+                    .signature
+                    .as_deref()
+                    .and_then(|s| serde_json::from_str::<Value>(s).ok())
+                    .filter(|v| v.get("type").and_then(Value::as_str) == Some("reasoning"))
+                {
+                    input.push(item);
+                }
+            }
+            AssistantContent::Text(t) => {
+                if t.text.is_empty() {
+                    continue;
+                }
+                input.push(json!({
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": t.text, "annotations": []}],
+                    "status": "completed",
+                    "id": format!("msg_{}_{i}", assistant.timestamp),
+                }));
+            }
+            AssistantContent::ToolCall(call) => {
+                let (call_id, item_id) = split_call_id(&call.id);
+                let mut item = Map::new();
+                item.insert("type".into(), "function_call".into());
+                if let Some(item_id) = item_id.filter(|_| same_model) {
+                    item.insert("id".into(), item_id.into());
+                }
+                item.insert("call_id".into(), call_id.into());
+                item.insert("name".into(), call.name.clone().into());
+                item.insert(
+                    "arguments".into(),
+                    super::openai_chat::arguments_text(&call.arguments).into(),
+                );
+                input.push(Value::Object(item));
+            }
+        }
+    }
+}
+
+/// The input items of a tool result: its `function_call_output`, and a user message with its
+/// images if it has any.
+fn tool_result_items(result: &weft_core::ToolResultMessage, input: &mut Vec<Value>) {
+    let (call_id, _) = split_call_id(&result.tool_call_id);
+    let text: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            UserContent::Text(t) => Some(t.text.as_str()),
+            UserContent::Image(_) => None,
+        })
+        .collect();
+    input.push(json!({
+        "type": "function_call_output",
+        "call_id": call_id,
+        "output": text.join("\n"),
+    }));
+    let images: Vec<Value> = result
+        .content
+        .iter()
+        .filter(|c| matches!(c, UserContent::Image(_)))
+        .map(input_part)
+        .collect();
+    if !images.is_empty() {
+        let mut content = vec![json!({
+            "type": "input_text",
+            "text": format!("Images returned by {}:", result.tool_name),
+        })];
+        content.extend(images);
+        input.push(json!({"role": "user", "content": content}));
+    }
 }
 
 fn input_part(block: &UserContent) -> Value {

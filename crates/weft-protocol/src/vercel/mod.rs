@@ -232,11 +232,9 @@ impl VercelEncoder {
             push(out, &input_available(&call));
         }
     }
-}
 
-impl Encoder for VercelEncoder {
-    fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
-        // Held inputs go out once the run shows whether their calls need approval.
+    /// Sends the held inputs once `event` shows whether their calls need approval.
+    fn release_held(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
         match event {
             AgentEvent::ApprovalRequired { tool_calls, .. } => {
                 self.held.retain(|held| !tool_calls.iter().any(|c| c.id == held.id));
@@ -253,21 +251,73 @@ impl Encoder for VercelEncoder {
             }
             _ => {}
         }
+    }
+
+    /// `session_start`: a new run, which takes over a run still open (one it recovers).
+    fn session_start(&mut self, run_id: &str, recovers: Option<&String>, out: &mut Vec<Frame>) {
+        // A recovery taken up on its own (the dead run's events were not sent) completes
+        // the answer the client knows by the dead run's id: the same message, replayed.
+        let message_id = self.message_id.take().or_else(|| recovers.cloned());
+        let mut next = RunState::new(run_id, message_id);
+        if let Some(mut dead) = self.run.take() {
+            // A run starts while one is open: the open one's process died and this run
+            // recovers it (a run's end is always in the log otherwise). The message goes on:
+            // what was open is closed, and the recovery's steps follow in the same message,
+            // with no error or finish between them.
+            dead.write_start(false, out);
+            dead.close_step(out);
+            next.start = None;
+        }
+        self.run = Some(next);
+    }
+
+    /// A tool result the model receives: its output, error or denial part.
+    fn tool_result(&self, r: &weft_core::ToolResultMessage, out: &mut Vec<Frame>) {
+        let id = r.tool_call_id.as_str();
+        let text = r.text_content();
+        // A result the client supplied is not echoed: its part has it already.
+        if !self.client_answered.contains(id) {
+            push(
+                out,
+                &match (r.is_error, self.client_denied.contains(id)) {
+                    (true, true) => Part::ToolOutputDenied { tool_call_id: id },
+                    (true, false) => Part::ToolOutputError { tool_call_id: id, error_text: &text },
+                    (false, _) => Part::ToolOutputAvailable { tool_call_id: id, output: &text },
+                },
+            );
+        }
+    }
+
+    /// A call's input is complete: its `tool-input-available`, now or held back.
+    fn input_ready(&mut self, tool_call: &ToolCall, out: &mut Vec<Frame>) {
+        if self.hold_inputs {
+            self.held.push(tool_call.clone());
+        } else {
+            push(out, &input_available(tool_call));
+        }
+    }
+
+    /// `awaiting_tool_execution`: the calls the client approved are handed over again.
+    fn awaiting_client(&self, tool_calls: &[ToolCall], out: &mut Vec<Frame>) {
+        for call in tool_calls.iter().filter(|c| self.client_approved.contains(&c.id)) {
+            push(out, &input_available(call));
+        }
+    }
+}
+
+/// `approval_required`: a `tool-approval-request` for each call.
+fn approval_requests(tool_calls: &[ToolCall], out: &mut Vec<Frame>) {
+    for call in tool_calls {
+        push(out, &Part::ToolApprovalRequest { approval_id: &call.id, tool_call_id: &call.id });
+    }
+}
+
+impl Encoder for VercelEncoder {
+    fn encode(&mut self, event: &AgentEvent, out: &mut Vec<Frame>) {
+        // Held inputs go out once the run shows whether their calls need approval.
+        self.release_held(event, out);
         if let AgentEvent::SessionStart { run_id, recovers, .. } = event {
-            // A recovery taken up on its own (the dead run's events were not sent) completes
-            // the answer the client knows by the dead run's id: the same message, replayed.
-            let message_id = self.message_id.take().or_else(|| recovers.as_deref().cloned());
-            let mut next = RunState::new(run_id, message_id);
-            if let Some(mut dead) = self.run.take() {
-                // A run starts while one is open: the open one's process died and this run
-                // recovers it (a run's end is always in the log otherwise). The message goes on:
-                // what was open is closed, and the recovery's steps follow in the same message,
-                // with no error or finish between them.
-                dead.write_start(false, out);
-                dead.close_step(out);
-                next.start = None;
-            }
-            self.run = Some(next);
+            self.session_start(run_id, recovers.as_deref(), out);
             return;
         }
         // A stream taken up mid-run (no `session_start`) still gets a well-formed message.
@@ -293,25 +343,7 @@ impl Encoder for VercelEncoder {
             }
             AgentEvent::MessageEnd { message } => match message.as_ref() {
                 Message::Assistant(m) => run.assistant_end(m, out),
-                Message::ToolResult(r) => {
-                    let id = r.tool_call_id.as_str();
-                    let text = r.text_content();
-                    // A result the client supplied is not echoed: its part has it already.
-                    if !self.client_answered.contains(id) {
-                        push(
-                            out,
-                            &match (r.is_error, self.client_denied.contains(id)) {
-                                (true, true) => Part::ToolOutputDenied { tool_call_id: id },
-                                (true, false) => {
-                                    Part::ToolOutputError { tool_call_id: id, error_text: &text }
-                                }
-                                (false, _) => {
-                                    Part::ToolOutputAvailable { tool_call_id: id, output: &text }
-                                }
-                            },
-                        );
-                    }
-                }
+                Message::ToolResult(r) => self.tool_result(r, out),
                 Message::User(_) => {}
             },
             AgentEvent::TextStart { index } => {
@@ -336,32 +368,16 @@ impl Encoder for VercelEncoder {
             AgentEvent::ToolcallDelta { index, delta } => run.call_delta(*index, delta, out),
             AgentEvent::ToolcallEnd { index, tool_call } => {
                 run.call_end(*index, tool_call);
-                if self.hold_inputs {
-                    self.held.push(tool_call.clone());
-                } else {
-                    push(out, &input_available(tool_call));
-                }
+                self.input_ready(tool_call, out);
             }
             AgentEvent::ToolExecutionDelta { tool_call_id, delta } => {
                 let data = json!({ "toolCallId": tool_call_id, "delta": delta });
                 push_data(out, "data-tool-output", None, &data, true);
             }
             AgentEvent::ToolExecutionStart { .. } | AgentEvent::ToolExecutionEnd { .. } => {}
-            AgentEvent::ApprovalRequired { tool_calls, .. } => {
-                for call in tool_calls {
-                    push(
-                        out,
-                        &Part::ToolApprovalRequest {
-                            approval_id: &call.id,
-                            tool_call_id: &call.id,
-                        },
-                    );
-                }
-            }
+            AgentEvent::ApprovalRequired { tool_calls, .. } => approval_requests(tool_calls, out),
             AgentEvent::AwaitingToolExecution { tool_calls, .. } => {
-                for call in tool_calls.iter().filter(|c| self.client_approved.contains(&c.id)) {
-                    push(out, &input_available(call));
-                }
+                self.awaiting_client(tool_calls, out);
             }
             AgentEvent::NodeEnter { .. } | AgentEvent::NodeExit { .. } => {}
             AgentEvent::StateSnapshot { state } => {
@@ -379,17 +395,7 @@ impl Encoder for VercelEncoder {
                 let kind = format!("data-{}", event.kind());
                 push_data(out, &kind, None, &event_fields(event), true);
             }
-            AgentEvent::Error { error, message } => {
-                let aborted = matches!(
-                    message.as_deref(),
-                    Some(Message::Assistant(m)) if m.stop_reason == StopReason::Aborted
-                );
-                if !aborted && !run.error_sent {
-                    push(out, &Part::Error { error_text: error });
-                    run.error_sent = true;
-                }
-                run.failure.get_or_insert_with(|| error.clone());
-            }
+            AgentEvent::Error { error, message } => run.error(error, message.as_deref(), out),
         }
     }
 
@@ -443,6 +449,19 @@ enum Open {
 }
 
 impl RunState {
+    /// `error`: an `error` part unless aborted or sent already; the first is the run's failure.
+    fn error(&mut self, error: &str, message: Option<&Message>, out: &mut Vec<Frame>) {
+        let aborted = matches!(
+            message,
+            Some(Message::Assistant(m)) if m.stop_reason == StopReason::Aborted
+        );
+        if !aborted && !self.error_sent {
+            push(out, &Part::Error { error_text: error });
+            self.error_sent = true;
+        }
+        self.failure.get_or_insert_with(|| error.to_owned());
+    }
+
     fn new(run_id: &str, message_id: Option<String>) -> Self {
         Self {
             run_id: run_id.to_string(),

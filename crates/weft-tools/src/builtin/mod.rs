@@ -85,89 +85,11 @@ pub fn tools(config: &BuiltinsConfig) -> Result<Vec<Arc<dyn Tool>>, String> {
     };
     for name in &config.tools {
         match name.as_str() {
-            "read_file" => {
-                let root = root_of(name)?;
-                out.push(Arc::new(
-                    tool_fn(
-                        "read_file",
-                        "Reads a text file under the tool's root directory.",
-                        move |a: PathArgs| {
-                            let root = Arc::clone(&root);
-                            async move { root.read(&a.path).await }
-                        },
-                    )
-                    .replay_safe(),
-                ));
-            }
-            "list_dir" => {
-                let root = root_of(name)?;
-                out.push(Arc::new(
-                    tool_fn(
-                        "list_dir",
-                        "Lists a directory under the tool's root directory (directories end in /).",
-                        move |a: DirArgs| {
-                            let root = Arc::clone(&root);
-                            async move { root.list(&a.path).await }
-                        },
-                    )
-                    .replay_safe(),
-                ));
-            }
-            "write_file" => {
-                let root = root_of(name)?;
-                out.push(Arc::new(tool_fn(
-                    "write_file",
-                    "Writes a text file under the tool's root directory (replacing it if it exists).",
-                    move |a: WriteArgs| {
-                        let root = Arc::clone(&root);
-                        async move {
-                            let n = root.write(&a.path, &a.content).await?;
-                            Ok::<_, ToolError>(format!("wrote {n} bytes to {}", a.path))
-                        }
-                    },
-                )));
-            }
-            "fetch_url" => {
-                let policy = Arc::new(fetch::FetchPolicy {
-                    max_bytes: config.fetch_max_bytes.unwrap_or(1024 * 1024),
-                    timeout: config.fetch_timeout.unwrap_or(Duration::from_secs(20)),
-                    allow_loopback: config.fetch_allow_loopback,
-                });
-                out.push(Arc::new(
-                    tool_fn("fetch_url", "Fetches a public http(s) URL and returns its text (HTML converted to text).", move |a: UrlArgs| {
-                        let policy = Arc::clone(&policy);
-                        async move { fetch::fetch(&a.url, &policy).await }
-                    })
-                    .replay_safe(),
-                ));
-            }
-            "shell" => {
-                let cwd: PathBuf = config
-                    .shell_cwd
-                    .clone()
-                    .or_else(|| config.root.clone())
-                    .unwrap_or_else(|| PathBuf::from("."));
-                let setup = Arc::new(shell::ShellSetup::new(
-                    cwd,
-                    &config.shell_env,
-                    config.shell_reaper.clone(),
-                ));
-                out.push(Arc::new(
-                    streaming_tool_fn(
-                        "shell",
-                        "Runs a shell command (sh -c) and returns its output (stdout and stderr).",
-                        move |a: ShellArgs, sink: ToolOutputSink| {
-                            let setup = Arc::clone(&setup);
-                            async move {
-                                shell::run(&a.command, &setup, &sink, SHELL_MAX_OUTPUT + 1).await
-                            }
-                        },
-                    )
-                    .with_approval()
-                    .with_timeout(SHELL_TIMEOUT)
-                    .with_max_output(SHELL_MAX_OUTPUT),
-                ));
-            }
+            "read_file" => out.push(read_file_tool(root_of(name)?)),
+            "list_dir" => out.push(list_dir_tool(root_of(name)?)),
+            "write_file" => out.push(write_file_tool(root_of(name)?)),
+            "fetch_url" => out.push(fetch_url_tool(config)),
+            "shell" => out.push(shell_tool(config)),
             "current_time" => out.push(Arc::new(
                 tool_fn(
                     "current_time",
@@ -196,4 +118,93 @@ pub fn tools(config: &BuiltinsConfig) -> Result<Vec<Arc<dyn Tool>>, String> {
         }
     }
     Ok(out)
+}
+
+/// `read_file`: reads a text file under `root`.
+fn read_file_tool(root: Arc<fs::Root>) -> Arc<dyn Tool> {
+    Arc::new(
+        tool_fn(
+            "read_file",
+            "Reads a text file under the tool's root directory.",
+            move |a: PathArgs| {
+                let root = Arc::clone(&root);
+                async move { root.read(&a.path).await }
+            },
+        )
+        .replay_safe(),
+    )
+}
+
+/// `list_dir`: lists a directory under `root`.
+fn list_dir_tool(root: Arc<fs::Root>) -> Arc<dyn Tool> {
+    Arc::new(
+        tool_fn(
+            "list_dir",
+            "Lists a directory under the tool's root directory (directories end in /).",
+            move |a: DirArgs| {
+                let root = Arc::clone(&root);
+                async move { root.list(&a.path).await }
+            },
+        )
+        .replay_safe(),
+    )
+}
+
+/// `write_file`: writes a text file under `root`.
+fn write_file_tool(root: Arc<fs::Root>) -> Arc<dyn Tool> {
+    Arc::new(tool_fn(
+        "write_file",
+        "Writes a text file under the tool's root directory (replacing it if it exists).",
+        move |a: WriteArgs| {
+            let root = Arc::clone(&root);
+            async move {
+                let n = root.write(&a.path, &a.content).await?;
+                Ok::<_, ToolError>(format!("wrote {n} bytes to {}", a.path))
+            }
+        },
+    ))
+}
+
+/// `fetch_url`: fetches a public URL, within the limits `config` sets.
+fn fetch_url_tool(config: &BuiltinsConfig) -> Arc<dyn Tool> {
+    let policy = Arc::new(fetch::FetchPolicy {
+        max_bytes: config.fetch_max_bytes.unwrap_or(1024 * 1024),
+        timeout: config.fetch_timeout.unwrap_or(Duration::from_secs(20)),
+        allow_loopback: config.fetch_allow_loopback,
+    });
+    Arc::new(
+        tool_fn(
+            "fetch_url",
+            "Fetches a public http(s) URL and returns its text (HTML converted to text).",
+            move |a: UrlArgs| {
+                let policy = Arc::clone(&policy);
+                async move { fetch::fetch(&a.url, &policy).await }
+            },
+        )
+        .replay_safe(),
+    )
+}
+
+/// `shell`: runs a command in the directory and environment `config` sets, with approval.
+fn shell_tool(config: &BuiltinsConfig) -> Arc<dyn Tool> {
+    let cwd: PathBuf = config
+        .shell_cwd
+        .clone()
+        .or_else(|| config.root.clone())
+        .unwrap_or_else(|| PathBuf::from("."));
+    let setup =
+        Arc::new(shell::ShellSetup::new(cwd, &config.shell_env, config.shell_reaper.clone()));
+    Arc::new(
+        streaming_tool_fn(
+            "shell",
+            "Runs a shell command (sh -c) and returns its output (stdout and stderr).",
+            move |a: ShellArgs, sink: ToolOutputSink| {
+                let setup = Arc::clone(&setup);
+                async move { shell::run(&a.command, &setup, &sink, SHELL_MAX_OUTPUT + 1).await }
+            },
+        )
+        .with_approval()
+        .with_timeout(SHELL_TIMEOUT)
+        .with_max_output(SHELL_MAX_OUTPUT),
+    )
 }
