@@ -182,7 +182,9 @@ pub enum OnDisconnect {
 /// describes and reads them (`weft_agent::Modes`), so the document never differs from what
 /// the server accepts.
 fn mode_options_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-    let schema = weft_agent::Modes::builtin().parameters_schema();
+    let mut schema = weft_agent::Modes::builtin().parameters_schema();
+    // The field is optional and may be `null`, as the server reads it.
+    schema["type"] = serde_json::json!(["object", "null"]);
     serde_json::from_value(schema).unwrap_or_else(|_| {
         utoipa::openapi::schema::ObjectBuilder::new()
             .schema_type(utoipa::openapi::schema::Type::Object)

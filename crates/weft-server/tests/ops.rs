@@ -56,6 +56,7 @@ async fn openapi_describes_every_endpoint() {
     // `modeOptions` is described by the library's modes, as the server reads it.
     let options = &doc["components"]["schemas"]["ExecuteOptions"]["properties"]["modeOptions"];
     assert_eq!(options["additionalProperties"], false, "{options}");
+    assert_eq!(options["type"], serde_json::json!(["object", "null"]), "{options}");
     let breadth = options["properties"]["breadth"]["description"].as_str().unwrap_or_default();
     assert!(breadth.starts_with("tot: "), "{options}");
     assert!(options["properties"]["nodeBudget"].is_object(), "{options}");
