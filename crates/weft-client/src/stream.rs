@@ -365,6 +365,33 @@ fn humane(d: Duration) -> String {
     format!("{:.1}s", d.as_secs_f64())
 }
 
+/// Decoded messages of frames without an id yet, held until the frame that carries their seq.
+#[derive(Default)]
+struct Held {
+    messages: Vec<NativeMessage>,
+    /// The bytes of frame data held or read since the last id, against the frame limit.
+    bytes: usize,
+}
+
+impl Held {
+    /// Takes one frame: the messages it completes with their seq (when it carries an id), or
+    /// `None` while they wait for one.
+    fn frame(&mut self, frame: &SseEvent) -> Result<Option<(u64, Vec<NativeMessage>)>, Error> {
+        if frame.data.is_empty() {
+            return Ok(None);
+        }
+        let message = decode_frame(&frame.data).map_err(|e| Error::Protocol(e.to_string()))?;
+        self.messages.push(message);
+        let Some(id) = frame.id.as_deref() else { return Ok(None) };
+        let seq = id
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| Error::Protocol(format!("an event id that is not a seq: {id:?}")))?;
+        self.bytes = 0;
+        Ok(Some((seq, std::mem::take(&mut self.messages))))
+    }
+}
+
 /// One run's events, reattaching after a dropped connection. Frames without an `id:` belong to
 /// the event whose frame carries it next (the native `session_end` is closed by the
 /// `execute_complete` that follows it): they are held until it arrives, so after a drop the
@@ -396,8 +423,7 @@ fn read_run<'a>(
                 }
                 let mut parser = SseParser::new();
                 let mut frames: Vec<SseEvent> = Vec::new();
-                let mut held: Vec<NativeMessage> = Vec::new();
-                let mut held_bytes = 0usize;
+                let mut held = Held::default();
                 let mut body = open.bytes_stream();
                 loop {
                     let chunk = match body.next().await {
@@ -412,32 +438,24 @@ fn read_run<'a>(
                         yield Err(Error::Protocol(error.to_string()));
                         return;
                     }
-                    held_bytes += frames.iter().map(|f| f.data.len()).sum::<usize>();
-                    if held_bytes + parser.pending_bytes() > client.max_frame {
+                    held.bytes += frames.iter().map(|f| f.data.len()).sum::<usize>();
+                    if held.bytes + parser.pending_bytes() > client.max_frame {
                         yield Err(Error::FrameTooLarge { limit: client.max_frame });
                         return;
                     }
                     for frame in std::mem::take(&mut frames) {
-                        if frame.data.is_empty() {
-                            continue;
-                        }
-                        match decode_frame(&frame.data) {
-                            Ok(message) => held.push(message),
+                        let (seq, messages) = match held.frame(&frame) {
+                            Ok(Some(event)) => event,
+                            Ok(None) => continue,
                             Err(error) => {
-                                yield Err(Error::Protocol(error.to_string()));
+                                yield Err(error);
                                 return;
                             }
-                        }
-                        let Some(id) = frame.id.as_deref() else { continue };
-                        let Ok(seq) = id.trim().parse::<u64>() else {
-                            yield Err(Error::Protocol(format!("an event id that is not a seq: {id:?}")));
-                            return;
                         };
                         shared.set_last_event_id(seq);
                         failures = 0;
-                        held_bytes = 0;
                         let mut complete = false;
-                        for message in std::mem::take(&mut held) {
+                        for message in messages {
                             complete |= matches!(message, NativeMessage::Complete { .. });
                             yield Ok(Event { seq, message });
                         }

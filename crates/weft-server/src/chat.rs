@@ -397,24 +397,7 @@ async fn chat(
             let last = request.messages.iter().rev().find(|m| m.role == UiRole::Assistant);
             let parts: Vec<ToolPart<'_>> =
                 last.map(|m| m.parts.iter().filter_map(tool_part).collect()).unwrap_or_default();
-            let decisions: Vec<ApprovalDecision> = parts
-                .iter()
-                .filter(|p| approvals.iter().any(|c| c.id == p.id))
-                .filter_map(|p| {
-                    let approval = p.part.get("approval")?;
-                    let approved = approval.get("approved")?.as_bool()?;
-                    let reason = approval.get("reason").and_then(Value::as_str).map(str::to_string);
-                    Some(ApprovalDecision {
-                        tool_call_id: p.id.to_string(),
-                        approved,
-                        reason: if approved {
-                            None
-                        } else {
-                            Some(reason.unwrap_or_else(|| "The user denied the call.".into()))
-                        },
-                    })
-                })
-                .collect();
+            let decisions = approval_decisions(&parts, &approvals);
             let results: Vec<ToolResultMessage> = parts
                 .iter()
                 .filter(|p| pending.iter().any(|c| c.id == p.id))
@@ -460,6 +443,29 @@ async fn chat(
     let encoder =
         encoder().client_answered(answered).client_denied(denied).client_approved(approved);
     Ok(frontends::sse(state, streamed, Box::new(encoder), Some(HEADER)))
+}
+
+/// The approval decisions among a message's tool parts, for the calls awaiting approval: a
+/// denial without a reason gets a default one, so the model learns why.
+fn approval_decisions(parts: &[ToolPart<'_>], awaiting: &[ToolCall]) -> Vec<ApprovalDecision> {
+    parts
+        .iter()
+        .filter(|p| awaiting.iter().any(|c| c.id == p.id))
+        .filter_map(|p| {
+            let approval = p.part.get("approval")?;
+            let approved = approval.get("approved")?.as_bool()?;
+            let reason = approval.get("reason").and_then(Value::as_str).map(str::to_string);
+            Some(ApprovalDecision {
+                tool_call_id: p.id.to_string(),
+                approved,
+                reason: if approved {
+                    None
+                } else {
+                    Some(reason.unwrap_or_else(|| "The user denied the call.".into()))
+                },
+            })
+        })
+        .collect()
 }
 
 /// The chat's conversation as AI SDK `UIMessage`s (its current branch), so a page can restore

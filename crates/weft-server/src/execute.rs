@@ -286,16 +286,16 @@ pub(crate) async fn wait_for_end(session: &SessionHandle) {
     while events.next().await.is_some() {}
 }
 
-/// Starts (or resumes) a run for `request`.
-pub(crate) async fn start(
-    state: &Arc<AppState>,
+/// The caller's session `session_id`, or a new one made from `context` when there is none
+/// (a new session starts with a user message).
+async fn open_or_create(
+    state: &AppState,
     caller: &Caller,
-    request: ExecuteRequest,
-) -> Result<Started, ApiError> {
-    let ExecuteRequest { session_id, input, context, options } = request;
-    check_options(state, &options)?;
-    let input = stamp(input);
-    let multitask = options.multitask.unwrap_or_default();
+    session_id: Option<String>,
+    context: Option<ExecuteContext>,
+    options: &ExecuteOptions,
+    input: &Input,
+) -> Result<(SessionHandle, Option<SessionHead>), ApiError> {
     let new_session_input = || {
         if matches!(input, Input::User(_)) {
             Ok(())
@@ -307,31 +307,43 @@ pub(crate) async fn start(
             ))
         }
     };
-    let (session, head) = match session_id {
+    match session_id {
         Some(id) => match load_owned(state, caller, &id).await? {
-            Some(found) => found,
+            Some(found) => Ok(found),
             None => match context {
                 Some(context) => {
                     new_session_input()?;
-                    create(state, caller, Some(id), context, &options).await?
+                    create(state, caller, Some(id), context, options).await
                 }
-                None => return Err(ApiError::session_not_found(&id)),
+                None => Err(ApiError::session_not_found(&id)),
             },
         },
         None => match context {
             Some(context) => {
                 new_session_input()?;
-                create(state, caller, None, context, &options).await?
+                create(state, caller, None, context, options).await
             }
-            None => {
-                return Err(ApiError::bad_request(
-                    "context_required",
-                    "a new session needs a context ({\"messages\": [], \"tools\": []}); to \
-                     continue a session, send its sessionId",
-                ));
-            }
+            None => Err(ApiError::bad_request(
+                "context_required",
+                "a new session needs a context ({\"messages\": [], \"tools\": []}); to \
+                 continue a session, send its sessionId",
+            )),
         },
-    };
+    }
+}
+
+/// Starts (or resumes) a run for `request`.
+pub(crate) async fn start(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    request: ExecuteRequest,
+) -> Result<Started, ApiError> {
+    let ExecuteRequest { session_id, input, context, options } = request;
+    check_options(state, &options)?;
+    let input = stamp(input);
+    let multitask = options.multitask.unwrap_or_default();
+    let (session, head) =
+        open_or_create(state, caller, session_id, context, &options, &input).await?;
     let id = session.id();
     let shown_id = caller.namespace.client_id(&id).to_string();
     check_same(state, head.as_ref(), &options, &shown_id)?;

@@ -280,6 +280,53 @@ impl ResponsesDecoder {
         Self::default()
     }
 
+    /// A delta of a reasoning item's summary (or text): a new summary part is set off from the
+    /// previous one by a blank line.
+    fn reasoning_delta(
+        &mut self,
+        key: u64,
+        part: Option<u64>,
+        delta: &str,
+        out: &mut Vec<ProviderEvent>,
+    ) {
+        let separator = match self.items.get_mut(&key) {
+            Some(item) if item.kind == Kind::Thinking => {
+                let sep = item.streamed && part.is_some() && item.summary_part != part;
+                if part.is_some() {
+                    item.summary_part = part;
+                }
+                sep
+            }
+            _ => false,
+        };
+        if separator {
+            self.delta(key, Kind::Thinking, "\n\n", out);
+        }
+        self.delta(key, Kind::Thinking, delta, out);
+    }
+
+    /// An `error` event: retried when it is transient and nothing was streamed yet, the end of
+    /// the stream otherwise.
+    fn stream_error(
+        &mut self,
+        v: &Value,
+        out: &mut Vec<ProviderEvent>,
+    ) -> Result<(), DecodeFailure> {
+        let error = v.get("error").filter(|e| e.is_object()).unwrap_or(v);
+        let text = error_text(Some(error));
+        let message = format!("the provider reported an error: {text}");
+        let lower = text.to_ascii_lowercase();
+        let transient = ["overloaded", "rate_limit", "rate limit", "server_error"]
+            .iter()
+            .any(|w| lower.contains(w));
+        if transient && !self.saw_content {
+            self.done = true;
+            return Err(DecodeFailure::retryable(message));
+        }
+        self.terminal(ProviderEvent::Error { reason: StopReason::Error, message }, out);
+        Ok(())
+    }
+
     fn start(&mut self, key: u64, kind: Kind, out: &mut Vec<ProviderEvent>, id: &str, name: &str) {
         let index = self.next_index;
         self.next_index += 1;
@@ -541,15 +588,10 @@ impl SseDecoder for ResponsesDecoder {
         let v: Value = serde_json::from_str(data).map_err(|e| {
             DecodeFailure::fatal(format!("the provider sent malformed JSON in its stream: {e}"))
         })?;
-        let kind = v
-            .get("type")
-            .and_then(Value::as_str)
-            .or(event.event.as_deref())
-            .unwrap_or("")
-            .to_string();
+        let kind = v.get("type").and_then(Value::as_str).or(event.event.as_deref()).unwrap_or("");
         let key = v.get("output_index").and_then(Value::as_u64).unwrap_or(0);
         let delta = v.get("delta").and_then(Value::as_str).unwrap_or("");
-        match kind.as_str() {
+        match kind {
             "response.output_item.added" => {
                 if let Some(item) = v.get("item") {
                     self.output_item_added(key, item, out);
@@ -567,20 +609,7 @@ impl SseDecoder for ResponsesDecoder {
             }
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
                 let part = v.get("summary_index").and_then(Value::as_u64);
-                let separator = match self.items.get_mut(&key) {
-                    Some(item) if item.kind == Kind::Thinking => {
-                        let sep = item.streamed && part.is_some() && item.summary_part != part;
-                        if part.is_some() {
-                            item.summary_part = part;
-                        }
-                        sep
-                    }
-                    _ => false,
-                };
-                if separator {
-                    self.delta(key, Kind::Thinking, "\n\n", out);
-                }
-                self.delta(key, Kind::Thinking, delta, out);
+                self.reasoning_delta(key, part, delta, out);
             }
             "response.function_call_arguments.delta" => self.delta(key, Kind::Call, delta, out),
             "response.function_call_arguments.done" => {
@@ -598,7 +627,7 @@ impl SseDecoder for ResponsesDecoder {
                         message: format!("the model refused: {}", self.refusal),
                     }
                 } else {
-                    self.end_event(&kind, &response)
+                    self.end_event(kind, &response)
                 };
                 self.terminal(event, out);
             }
@@ -611,20 +640,7 @@ impl SseDecoder for ResponsesDecoder {
                 );
                 self.terminal(ProviderEvent::Error { reason: StopReason::Error, message }, out);
             }
-            "error" => {
-                let error = v.get("error").filter(|e| e.is_object()).unwrap_or(&v);
-                let text = error_text(Some(error));
-                let message = format!("the provider reported an error: {text}");
-                let lower = text.to_ascii_lowercase();
-                let transient = ["overloaded", "rate_limit", "rate limit", "server_error"]
-                    .iter()
-                    .any(|w| lower.contains(w));
-                if transient && !self.saw_content {
-                    self.done = true;
-                    return Err(DecodeFailure::retryable(message));
-                }
-                self.terminal(ProviderEvent::Error { reason: StopReason::Error, message }, out);
-            }
+            "error" => return self.stream_error(&v, out),
             _ => {}
         }
         Ok(())

@@ -52,113 +52,77 @@ pub(super) struct Seen {
 /// with the same id and its CONTENT / ARGS in between; ids are not reused; steps balance;
 /// nothing is open when a run closes; the stream ends with a closed run.
 pub(super) fn check(frames: &[Frame]) -> Seen {
-    let mut seen = Seen::default();
-    let mut run_open = false;
-    let (mut open_texts, mut open_reasoning, mut open_spans) =
-        (HashSet::new(), HashSet::new(), HashSet::new());
-    let mut open_calls: HashSet<String> = HashSet::new();
-    let mut open_steps: Vec<String> = Vec::new();
-    let mut ids: HashSet<String> = HashSet::new();
-    let mut reasoning_index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut checker = Checker::default();
     for (i, frame) in frames.iter().enumerate() {
         assert!(frame.is_json(), "frame {i} is not JSON: {}", frame.data);
         let v: Value = serde_json::from_str(&frame.data).unwrap();
+        checker.frame(i, &v);
+    }
+    assert!(!checker.run_open, "the stream ended inside a run");
+    checker.seen
+}
+
+/// What [`check`] keeps while it reads a stream.
+#[derive(Default)]
+struct Checker {
+    seen: Seen,
+    run_open: bool,
+    open_texts: HashSet<String>,
+    open_reasoning: HashSet<String>,
+    open_spans: HashSet<String>,
+    open_calls: HashSet<String>,
+    open_steps: Vec<String>,
+    ids: HashSet<String>,
+    reasoning_index: BTreeMap<String, usize>,
+}
+
+impl Checker {
+    fn frame(&mut self, i: usize, v: &Value) {
         let kind = v["type"].as_str().unwrap();
-        let id = |field: &str| v[field].as_str().unwrap().to_string();
-        if !run_open {
+        if !self.run_open {
             assert!(
                 kind == "RUN_STARTED" || kind == "RUN_ERROR",
                 "frame {i} ({kind}) is outside a run"
             );
         }
+        if kind.starts_with("TEXT_") || kind.starts_with("REASONING_") {
+            return self.content(kind, v);
+        }
+        if kind.starts_with("TOOL_") {
+            return self.tool(kind, v);
+        }
+        let id = |field: &str| v[field].as_str().unwrap().to_string();
         match kind {
             "RUN_STARTED" => {
-                assert!(!run_open, "nested RUN_STARTED at {i}");
+                assert!(!self.run_open, "nested RUN_STARTED at {i}");
                 assert!(v["threadId"].is_string() && v["runId"].is_string());
-                run_open = true;
+                self.run_open = true;
             }
             "RUN_FINISHED" | "RUN_ERROR" => {
-                assert!(open_texts.is_empty(), "text open at {kind}: {open_texts:?}");
-                assert!(open_reasoning.is_empty() && open_spans.is_empty());
-                assert!(open_calls.is_empty(), "tool calls open at {kind}: {open_calls:?}");
-                assert!(open_steps.is_empty(), "steps open at {kind}: {open_steps:?}");
+                assert!(self.open_texts.is_empty(), "text open at {kind}: {:?}", self.open_texts);
+                assert!(self.open_reasoning.is_empty() && self.open_spans.is_empty());
+                assert!(
+                    self.open_calls.is_empty(),
+                    "tool calls open at {kind}: {:?}",
+                    self.open_calls
+                );
+                assert!(self.open_steps.is_empty(), "steps open at {kind}: {:?}", self.open_steps);
                 if kind == "RUN_ERROR" {
                     assert!(v["message"].is_string());
                 }
-                run_open = false;
-                seen.ends.push(v.clone());
-            }
-            "TEXT_MESSAGE_START" => {
-                let id = id("messageId");
-                assert_eq!(v["role"], "assistant");
-                assert!(ids.insert(id.clone()), "message id {id} reused");
-                open_texts.insert(id.clone());
-                seen.texts.push((id, String::new()));
-            }
-            "TEXT_MESSAGE_CONTENT" => {
-                let id = id("messageId");
-                assert!(open_texts.contains(&id), "content for closed message {id}");
-                let delta = v["delta"].as_str().unwrap();
-                assert!(!delta.is_empty(), "empty delta");
-                let text = seen.texts.iter_mut().find(|(t, _)| *t == id).unwrap();
-                text.1.push_str(delta);
-            }
-            "TEXT_MESSAGE_END" => assert!(open_texts.remove(&id("messageId"))),
-            "REASONING_START" => {
-                let id = id("messageId");
-                assert!(ids.insert(id.clone()), "span id {id} reused");
-                open_spans.insert(id);
-            }
-            "REASONING_END" => assert!(open_spans.remove(&id("messageId"))),
-            "REASONING_MESSAGE_START" => {
-                let id = id("messageId");
-                assert_eq!(v["role"], "reasoning");
-                assert!(!open_spans.is_empty(), "reasoning message outside a span");
-                assert!(ids.insert(id.clone()), "message id {id} reused");
-                reasoning_index.insert(id.clone(), seen.reasoning.len());
-                seen.reasoning.push(String::new());
-                open_reasoning.insert(id);
-            }
-            "REASONING_MESSAGE_CONTENT" => {
-                let id = id("messageId");
-                assert!(open_reasoning.contains(&id));
-                seen.reasoning[reasoning_index[&id]].push_str(v["delta"].as_str().unwrap());
-            }
-            "REASONING_MESSAGE_END" => assert!(open_reasoning.remove(&id("messageId"))),
-            "REASONING_ENCRYPTED_VALUE" => {
-                assert!(reasoning_index.contains_key(&id("entityId")));
-            }
-            "TOOL_CALL_START" => {
-                let id = id("toolCallId");
-                assert!(v["toolCallName"].is_string() && v["parentMessageId"].is_string());
-                assert!(!seen.args.contains_key(&id), "tool call {id} started twice");
-                open_calls.insert(id.clone());
-                seen.args.insert(id, String::new());
-            }
-            "TOOL_CALL_ARGS" => {
-                let id = id("toolCallId");
-                assert!(open_calls.contains(&id), "args for closed call {id}");
-                seen.args.get_mut(&id).unwrap().push_str(v["delta"].as_str().unwrap());
-            }
-            "TOOL_CALL_END" => {
-                let id = id("toolCallId");
-                assert!(open_calls.remove(&id), "end of a call not open: {id}");
-                assert!(!seen.args[&id].is_empty(), "call {id} ended without ARGS");
-            }
-            "TOOL_CALL_RESULT" => {
-                assert_eq!(v["role"], "tool");
-                assert!(v["content"].is_string() && v["messageId"].is_string());
+                self.run_open = false;
+                self.seen.ends.push(v.clone());
             }
             "STEP_STARTED" => {
                 let name = id("stepName");
-                assert!(!open_steps.contains(&name), "step {name} opened twice");
-                open_steps.push(name.clone());
-                seen.steps.push(name);
+                assert!(!self.open_steps.contains(&name), "step {name} opened twice");
+                self.open_steps.push(name.clone());
+                self.seen.steps.push(name);
             }
             "STEP_FINISHED" => {
                 let name = id("stepName");
-                let at = open_steps.iter().position(|s| *s == name).expect("step not open");
-                open_steps.remove(at);
+                let at = self.open_steps.iter().position(|s| *s == name).expect("step not open");
+                self.open_steps.remove(at);
             }
             "STATE_SNAPSHOT" => assert!(v.get("snapshot").is_some()),
             "MESSAGES_SNAPSHOT" => assert!(v["messages"].is_array()),
@@ -167,8 +131,84 @@ pub(super) fn check(frames: &[Frame]) -> Seen {
             other => panic!("unexpected event type {other}"),
         }
     }
-    assert!(!run_open, "the stream ended inside a run");
-    seen
+
+    /// Text and reasoning messages.
+    fn content(&mut self, kind: &str, v: &Value) {
+        let id = |field: &str| v[field].as_str().unwrap().to_string();
+        match kind {
+            "TEXT_MESSAGE_START" => {
+                let id = id("messageId");
+                assert_eq!(v["role"], "assistant");
+                assert!(self.ids.insert(id.clone()), "message id {id} reused");
+                self.open_texts.insert(id.clone());
+                self.seen.texts.push((id, String::new()));
+            }
+            "TEXT_MESSAGE_CONTENT" => {
+                let id = id("messageId");
+                assert!(self.open_texts.contains(&id), "content for closed message {id}");
+                let delta = v["delta"].as_str().unwrap();
+                assert!(!delta.is_empty(), "empty delta");
+                let text = self.seen.texts.iter_mut().find(|(t, _)| *t == id).unwrap();
+                text.1.push_str(delta);
+            }
+            "TEXT_MESSAGE_END" => assert!(self.open_texts.remove(&id("messageId"))),
+            "REASONING_START" => {
+                let id = id("messageId");
+                assert!(self.ids.insert(id.clone()), "span id {id} reused");
+                self.open_spans.insert(id);
+            }
+            "REASONING_END" => assert!(self.open_spans.remove(&id("messageId"))),
+            "REASONING_MESSAGE_START" => {
+                let id = id("messageId");
+                assert_eq!(v["role"], "reasoning");
+                assert!(!self.open_spans.is_empty(), "reasoning message outside a span");
+                assert!(self.ids.insert(id.clone()), "message id {id} reused");
+                self.reasoning_index.insert(id.clone(), self.seen.reasoning.len());
+                self.seen.reasoning.push(String::new());
+                self.open_reasoning.insert(id);
+            }
+            "REASONING_MESSAGE_CONTENT" => {
+                let id = id("messageId");
+                assert!(self.open_reasoning.contains(&id));
+                self.seen.reasoning[self.reasoning_index[&id]]
+                    .push_str(v["delta"].as_str().unwrap());
+            }
+            "REASONING_MESSAGE_END" => assert!(self.open_reasoning.remove(&id("messageId"))),
+            "REASONING_ENCRYPTED_VALUE" => {
+                assert!(self.reasoning_index.contains_key(&id("entityId")));
+            }
+            other => panic!("unexpected event type {other}"),
+        }
+    }
+
+    /// Tool calls and their results.
+    fn tool(&mut self, kind: &str, v: &Value) {
+        let id = |field: &str| v[field].as_str().unwrap().to_string();
+        match kind {
+            "TOOL_CALL_START" => {
+                let id = id("toolCallId");
+                assert!(v["toolCallName"].is_string() && v["parentMessageId"].is_string());
+                assert!(!self.seen.args.contains_key(&id), "tool call {id} started twice");
+                self.open_calls.insert(id.clone());
+                self.seen.args.insert(id, String::new());
+            }
+            "TOOL_CALL_ARGS" => {
+                let id = id("toolCallId");
+                assert!(self.open_calls.contains(&id), "args for closed call {id}");
+                self.seen.args.get_mut(&id).unwrap().push_str(v["delta"].as_str().unwrap());
+            }
+            "TOOL_CALL_END" => {
+                let id = id("toolCallId");
+                assert!(self.open_calls.remove(&id), "end of a call not open: {id}");
+                assert!(!self.seen.args[&id].is_empty(), "call {id} ended without ARGS");
+            }
+            "TOOL_CALL_RESULT" => {
+                assert_eq!(v["role"], "tool");
+                assert!(v["content"].is_string() && v["messageId"].is_string());
+            }
+            other => panic!("unexpected event type {other}"),
+        }
+    }
 }
 
 #[test]

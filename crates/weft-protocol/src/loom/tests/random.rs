@@ -44,6 +44,74 @@ enum Slot {
     Approval,
 }
 
+/// A random answer of the model at `step`: its blocks, and the calls among them.
+fn random_answer(rng: &mut Rng, step: u32) -> (Vec<Blk>, Vec<ToolCall>) {
+    let mut blocks = Vec::new();
+    if rng.chance(40) {
+        blocks.push(Blk::Thinking(deltas(rng)));
+    }
+    for _ in 0..rng.below(3) {
+        blocks.push(if rng.chance(10) {
+            Blk::TextFinal(deltas(rng), "final")
+        } else {
+            Blk::Text(deltas(rng))
+        });
+    }
+    let n_calls = if step >= 3 { 0 } else { rng.below(4) };
+    let mut calls = Vec::new();
+    for i in 0..n_calls {
+        let name = rng.pick(&["echo", "clock", "remote_x", "danger", "nope"]);
+        let id = leak(format!("call_{step}_{i}"));
+        let args = format!("{{\"i\":{i},\"s\":\"x y\"}}");
+        let cut = rng.below(args.len() as u64) as usize;
+        let pieces = vec![leak(args[..cut].to_string()), leak(args[cut..].to_string())];
+        blocks.push(Blk::Call(id, name, pieces, json!({"i": i, "s": "x y"})));
+        calls.push(call(id, name, json!({"i": i, "s": "x y"})));
+    }
+    (blocks, calls)
+}
+
+/// What becomes of each call: refused at once, run here, run remotely, or held for approval.
+fn random_slots(rng: &mut Rng, calls: Vec<ToolCall>) -> Vec<(ToolCall, Slot)> {
+    calls
+        .into_iter()
+        .map(|c| {
+            let slot = match c.name.as_str() {
+                "nope" => Slot::Done(result(&c.id, &c.name, "Tool nope not found", true)),
+                _ if rng.chance(10) => {
+                    Slot::Done(result(&c.id, &c.name, "invalid arguments", true))
+                }
+                "remote_x" => {
+                    Slot::Remote(rng.pick(&["remote ok", "remote failed"]), rng.chance(30))
+                }
+                "danger" => Slot::Approval,
+                _ => Slot::Run(deltas(rng), rng.pick(&["out", "", "x\ny"]), rng.chance(20)),
+            };
+            (c, slot)
+        })
+        .collect()
+}
+
+/// The answers to a suspended run: approvals granted or denied, remote results (only once no
+/// approval is pending).
+fn answer_slots(rng: &mut Rng, slots: &mut [(ToolCall, Slot)], approving: bool) {
+    for (c, slot) in slots {
+        match slot {
+            Slot::Approval if rng.chance(60) => {
+                *slot = Slot::Run(deltas(rng), "done", false);
+            }
+            Slot::Approval => {
+                let text = "Tool call denied by the user";
+                *slot = Slot::Done(result(&c.id, &c.name, text, true));
+            }
+            Slot::Remote(text, is_error) if !approving => {
+                *slot = Slot::Done(result(&c.id, &c.name, text, *is_error));
+            }
+            _ => {}
+        }
+    }
+}
+
 /// One random session, as the runs it took.
 fn random_session(rng: &mut Rng, session: &str) -> Vec<Vec<AgentEvent>> {
     let mut s = Stream::new(session);
@@ -52,28 +120,7 @@ fn random_session(rng: &mut Rng, session: &str) -> Vec<Vec<AgentEvent>> {
     for _ in 0..1 + rng.below(2) {
         s.start(leak(format!("run{}", runs.len())), Some(rng.pick(&["hi", "", "do it"])));
         loop {
-            let mut blocks = Vec::new();
-            if rng.chance(40) {
-                blocks.push(Blk::Thinking(deltas(rng)));
-            }
-            for _ in 0..rng.below(3) {
-                blocks.push(if rng.chance(10) {
-                    Blk::TextFinal(deltas(rng), "final")
-                } else {
-                    Blk::Text(deltas(rng))
-                });
-            }
-            let n_calls = if step >= 3 { 0 } else { rng.below(4) };
-            let mut calls = Vec::new();
-            for i in 0..n_calls {
-                let name = rng.pick(&["echo", "clock", "remote_x", "danger", "nope"]);
-                let id = leak(format!("call_{step}_{i}"));
-                let args = format!("{{\"i\":{i},\"s\":\"x y\"}}");
-                let cut = rng.below(args.len() as u64) as usize;
-                let pieces = vec![leak(args[..cut].to_string()), leak(args[cut..].to_string())];
-                blocks.push(Blk::Call(id, name, pieces, json!({"i": i, "s": "x y"})));
-                calls.push(call(id, name, json!({"i": i, "s": "x y"})));
-            }
+            let (blocks, calls) = random_answer(rng, step);
             let fails = rng.chance(8);
             let (stop, error) = match (fails, calls.is_empty()) {
                 (true, _) => (StopReason::Error, Some("boom")),
@@ -89,23 +136,7 @@ fn random_session(rng: &mut Rng, session: &str) -> Vec<Vec<AgentEvent>> {
                 step += 1;
                 break;
             }
-            let mut slots: Vec<(ToolCall, Slot)> = calls
-                .into_iter()
-                .map(|c| {
-                    let slot = match c.name.as_str() {
-                        "nope" => Slot::Done(result(&c.id, &c.name, "Tool nope not found", true)),
-                        _ if rng.chance(10) => {
-                            Slot::Done(result(&c.id, &c.name, "invalid arguments", true))
-                        }
-                        "remote_x" => {
-                            Slot::Remote(rng.pick(&["remote ok", "remote failed"]), rng.chance(30))
-                        }
-                        "danger" => Slot::Approval,
-                        _ => Slot::Run(deltas(rng), rng.pick(&["out", "", "x\ny"]), rng.chance(20)),
-                    };
-                    (c, slot)
-                })
-                .collect();
+            let mut slots = random_slots(rng, calls);
             loop {
                 // Local calls run, ending in a random order.
                 let mut execs = Vec::new();
@@ -148,21 +179,7 @@ fn random_session(rng: &mut Rng, session: &str) -> Vec<Vec<AgentEvent>> {
                     runs.push(std::mem::take(&mut s.events));
                     s.start(leak(format!("run{}", runs.len())), None);
                     let approving = status == SessionStatus::AwaitingApproval;
-                    for (c, slot) in &mut slots {
-                        match slot {
-                            Slot::Approval if rng.chance(60) => {
-                                *slot = Slot::Run(deltas(rng), "done", false);
-                            }
-                            Slot::Approval => {
-                                let text = "Tool call denied by the user";
-                                *slot = Slot::Done(result(&c.id, &c.name, text, true));
-                            }
-                            Slot::Remote(text, is_error) if !approving => {
-                                *slot = Slot::Done(result(&c.id, &c.name, text, *is_error));
-                            }
-                            _ => {}
-                        }
-                    }
+                    answer_slots(rng, &mut slots, approving);
                     continue;
                 }
                 let results = slots

@@ -1,13 +1,16 @@
 #![allow(clippy::unwrap_used)]
 
-use std::collections::{BTreeMap, HashSet};
+mod check;
+
+use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use weft_core::{AgentEvent, ModeProgress, SessionStatus, StopReason};
 
-use super::{DONE, HEADER, VercelEncoder};
+use super::{HEADER, VercelEncoder};
 use crate::agui::fixtures::{Block, Script, lines, of_type, real_weather_run, texts, weather};
 use crate::{Encoder, Frame};
+use check::check;
 
 fn encode_with(encoder: &mut VercelEncoder, events: &[AgentEvent]) -> Vec<Frame> {
     let mut out = Vec::new();
@@ -24,187 +27,6 @@ fn encode(events: &[AgentEvent]) -> Vec<Frame> {
 
 fn parts(frames: &[Frame]) -> Vec<Value> {
     frames.iter().filter(|f| f.is_json()).map(|f| serde_json::from_str(&f.data).unwrap()).collect()
-}
-
-/// (required fields, optional fields) of each chunk type, from AI SDK 6's strict
-/// `uiMessageChunkSchema`.
-fn schema(kind: &str) -> (&'static [&'static str], &'static [&'static str]) {
-    match kind {
-        "start" => (&[], &["messageId", "messageMetadata"]),
-        "finish" => (&[], &["finishReason", "messageMetadata"]),
-        "start-step" | "finish-step" | "abort" => (&[], &[]),
-        "text-start" | "text-end" | "reasoning-start" | "reasoning-end" => {
-            (&["id"], &["providerMetadata"])
-        }
-        "text-delta" | "reasoning-delta" => (&["id", "delta"], &["providerMetadata"]),
-        "error" => (&["errorText"], &[]),
-        "tool-input-start" => {
-            (&["toolCallId", "toolName"], &["providerExecuted", "dynamic", "title"])
-        }
-        "tool-input-delta" => (&["toolCallId", "inputTextDelta"], &[]),
-        "tool-input-available" => (
-            &["toolCallId", "toolName", "input"],
-            &["providerExecuted", "providerMetadata", "dynamic", "title"],
-        ),
-        "tool-approval-request" => (&["approvalId", "toolCallId"], &[]),
-        "tool-output-available" => {
-            (&["toolCallId", "output"], &["providerExecuted", "dynamic", "preliminary"])
-        }
-        "tool-output-error" => (&["toolCallId", "errorText"], &["providerExecuted", "dynamic"]),
-        "tool-output-denied" => (&["toolCallId"], &[]),
-        k if k.starts_with("data-") => (&["data"], &["id", "transient"]),
-        other => panic!("not a UI message chunk type: {other}"),
-    }
-}
-
-/// What a UI message stream says, after checking it the way `useChat` reads it.
-#[derive(Debug, Default)]
-struct Seen {
-    /// Text parts: (id, concatenated deltas), in start order.
-    texts: Vec<(String, String)>,
-    /// Reasoning parts' text, in start order.
-    reasoning: Vec<String>,
-    /// Streamed tool input text by call id.
-    input_text: BTreeMap<String, String>,
-    /// `tool-input-available` inputs by call id.
-    inputs: BTreeMap<String, Value>,
-    /// Outputs by call id: `output`, or `{"error": errorText}`.
-    outputs: BTreeMap<String, Value>,
-    /// The `finish` parts.
-    finishes: Vec<Value>,
-}
-
-/// Checks a stream: only schema fields; `start` first and each message closed by `finish`;
-/// `[DONE]` once, last; steps neither nested nor left open; text and reasoning deltas only
-/// between their `*-start` and `*-end`, ids never reused, nothing open at `finish-step` or
-/// `finish`; tool input deltas only for started calls; outputs and approvals only for calls
-/// the client knows (streamed here, or `known` from an earlier response).
-fn check(frames: &[Frame], known: &[&str]) -> Seen {
-    let mut seen = Seen::default();
-    assert_eq!(frames.last().map(|f| f.data.as_str()), Some(DONE), "the stream ends with [DONE]");
-    assert_eq!(frames.iter().filter(|f| !f.is_json()).count(), 1, "one terminator");
-    let mut in_message = false;
-    let mut step_open = false;
-    let mut open: BTreeMap<String, String> = BTreeMap::new();
-    let mut ids: HashSet<String> = HashSet::new();
-    let mut calls: HashSet<String> = known.iter().map(|s| s.to_string()).collect();
-    let mut streaming_calls: HashSet<String> = HashSet::new();
-    let mut reasoning_at: BTreeMap<String, usize> = BTreeMap::new();
-    for (i, frame) in frames[..frames.len() - 1].iter().enumerate() {
-        let v: Value = serde_json::from_str(&frame.data).unwrap();
-        let kind = v["type"].as_str().unwrap();
-        let (required, optional) = schema(kind);
-        for key in v.as_object().unwrap().keys() {
-            assert!(
-                key == "type"
-                    || required.contains(&key.as_str())
-                    || optional.contains(&key.as_str()),
-                "{kind} has a field the strict schema rejects: {key}"
-            );
-        }
-        for key in required {
-            assert!(v.get(*key).is_some(), "{kind} lacks {key}");
-        }
-        let id = |field: &str| v[field].as_str().unwrap().to_string();
-        if kind == "start" {
-            assert!(!in_message, "start at {i} inside a message");
-            in_message = true;
-            continue;
-        }
-        assert!(in_message, "{kind} at {i} outside start … finish");
-        match kind {
-            "finish" => {
-                assert!(!step_open, "finish with a step open");
-                assert!(open.is_empty(), "finish with parts open: {open:?}");
-                let reason = v["finishReason"].as_str().unwrap();
-                assert!(
-                    ["stop", "length", "content-filter", "tool-calls", "error", "other", "unknown"]
-                        .contains(&reason)
-                );
-                in_message = false;
-                seen.finishes.push(v.clone());
-            }
-            "start-step" => {
-                assert!(!step_open, "start-step at {i} inside a step");
-                step_open = true;
-            }
-            "finish-step" => {
-                assert!(step_open, "finish-step at {i} without a step");
-                assert!(open.is_empty(), "finish-step with parts open: {open:?}");
-                step_open = false;
-            }
-            "text-start" | "reasoning-start" => {
-                let id = id("id");
-                assert!(step_open, "{kind} outside a step");
-                assert!(ids.insert(id.clone()), "part id {id} reused");
-                open.insert(id.clone(), kind.to_string());
-                if kind == "text-start" {
-                    seen.texts.push((id, String::new()));
-                } else {
-                    reasoning_at.insert(id, seen.reasoning.len());
-                    seen.reasoning.push(String::new());
-                }
-            }
-            "text-delta" | "reasoning-delta" => {
-                let id = id("id");
-                let started = if kind == "text-delta" { "text-start" } else { "reasoning-start" };
-                assert_eq!(
-                    open.get(&id).map(String::as_str),
-                    Some(started),
-                    "{kind} for a part not open: {id}"
-                );
-                let delta = v["delta"].as_str().unwrap();
-                assert!(!delta.is_empty());
-                if kind == "text-delta" {
-                    seen.texts.iter_mut().find(|(t, _)| *t == id).unwrap().1.push_str(delta);
-                } else {
-                    seen.reasoning[reasoning_at[&id]].push_str(delta);
-                }
-            }
-            "text-end" | "reasoning-end" => {
-                let id = id("id");
-                assert!(open.remove(&id).is_some(), "{kind} for a part not open: {id}");
-            }
-            "tool-input-start" => {
-                let id = id("toolCallId");
-                assert!(calls.insert(id.clone()), "call {id} started twice");
-                streaming_calls.insert(id.clone());
-                seen.input_text.insert(id, String::new());
-            }
-            "tool-input-delta" => {
-                let id = id("toolCallId");
-                assert!(streaming_calls.contains(&id), "input delta for a call not started");
-                seen.input_text
-                    .get_mut(&id)
-                    .unwrap()
-                    .push_str(v["inputTextDelta"].as_str().unwrap());
-            }
-            "tool-input-available" => {
-                let id = id("toolCallId");
-                streaming_calls.remove(&id);
-                calls.insert(id.clone());
-                seen.inputs.insert(id, v["input"].clone());
-            }
-            "tool-output-available"
-            | "tool-output-error"
-            | "tool-output-denied"
-            | "tool-approval-request" => {
-                let id = id("toolCallId");
-                assert!(calls.contains(&id), "{kind} for a call the client does not know: {id}");
-                if kind == "tool-output-available" {
-                    seen.outputs.insert(id, v["output"].clone());
-                } else if kind == "tool-output-error" {
-                    seen.outputs.insert(id, json!({ "error": v["errorText"] }));
-                } else if kind == "tool-output-denied" {
-                    seen.outputs.insert(id, json!("denied"));
-                }
-            }
-            "error" | "abort" => {}
-            data => assert!(data.starts_with("data-")),
-        }
-    }
-    assert!(!in_message, "the stream ended inside a message");
-    seen
 }
 
 #[test]
