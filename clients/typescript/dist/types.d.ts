@@ -1100,6 +1100,12 @@ export declare const ExecuteOptionsSchema: import("./schema.js").ObjectSchema<{
     modeOptions: import("./schema.js").Optional<unknown>;
     multitask: import("./schema.js").Optional<"reject" | "enqueue" | "interrupt">;
     onDisconnect: import("./schema.js").Optional<"continue" | "cancel">;
+    /**
+     * How durably the server stores this run: `sync` (nothing is streamed before the store has
+     * it), `async` (the server's default unless configured otherwise) or `exit` (stored when the
+     * run ends or suspends).
+     */
+    durability: import("./schema.js").Optional<"sync" | "async" | "exit">;
 }>;
 export type ExecuteOptions = Infer<typeof ExecuteOptionsSchema>;
 export declare const ExecuteContextSchema: import("./schema.js").ObjectSchema<{
@@ -1264,6 +1270,7 @@ export declare const ExecuteRequestSchema: import("./schema.js").ObjectSchema<{
         modeOptions?: unknown;
         multitask?: "reject" | "enqueue" | "interrupt";
         onDisconnect?: "continue" | "cancel";
+        durability?: "sync" | "async" | "exit";
     }>;
 }>;
 export type ExecuteRequest = Omit<Infer<typeof ExecuteRequestSchema>, "input"> & {

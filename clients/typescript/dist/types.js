@@ -217,6 +217,12 @@ export const ExecuteOptionsSchema = obj({
     modeOptions: opt(json),
     multitask: opt(oneOf("reject", "enqueue", "interrupt")),
     onDisconnect: opt(oneOf("continue", "cancel")),
+    /**
+     * How durably the server stores this run: `sync` (nothing is streamed before the store has
+     * it), `async` (the server's default unless configured otherwise) or `exit` (stored when the
+     * run ends or suspends).
+     */
+    durability: opt(oneOf("sync", "async", "exit")),
 });
 export const ExecuteContextSchema = obj({
     messages: opt(arr(MessageSchema)),

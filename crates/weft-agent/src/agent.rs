@@ -12,7 +12,7 @@ use crate::error::{AgentError, ExecuteError};
 use crate::execute::{ExecuteResult, ExecuteStream};
 use crate::fork::ForkOptions;
 use crate::identity::ProcessIdentity;
-use crate::options::SessionOptions;
+use crate::options::{RunOptions, SessionOptions};
 use crate::session::SessionHandle;
 
 /// An agent: runs sessions against a provider with a set of local tools. Cheap to clone.
@@ -130,11 +130,23 @@ impl Agent {
         session: &SessionHandle,
         input: impl Into<Input>,
     ) -> Result<ExecuteStream, ExecuteError> {
+        self.execute_with(session, input, RunOptions::default()).await
+    }
+
+    /// [`execute`](Self::execute), with options for this execution alone: how durably it is
+    /// stored ([`RunOptions::durability`]: under `sync`, the stream waits for the store, so
+    /// nothing anyone receives is missing from it after a crash).
+    pub async fn execute_with(
+        &self,
+        session: &SessionHandle,
+        input: impl Into<Input>,
+        options: RunOptions,
+    ) -> Result<ExecuteStream, ExecuteError> {
         tokio::runtime::Handle::try_current().map_err(|_| ExecuteError::NoRuntime)?;
         // Deadlines and dead runs are watched from the first run on (an agent built outside a
         // runtime could not start its sweeper then).
         crate::deadline::ensure_sweeper(&self.driver.inner);
-        self.driver.execute(session, input).await
+        self.driver.execute(session, input, options).await
     }
 
     /// Runs `input` to the end without streaming and returns the step trace and final answer

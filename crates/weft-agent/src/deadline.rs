@@ -121,13 +121,14 @@ impl Driver {
 /// Answers the session's remote calls past their deadline with error results, resuming the run.
 async fn expire(agent: &Driver, session: &SessionHandle) {
     let now = now_ms();
-    let expired: Vec<ToolResultMessage> = {
+    let (expired, durability): (Vec<ToolResultMessage>, _) = {
         let state = session.lock();
         if !state.session.status.is_suspended() || state.run.is_some() {
             return;
         }
         let Some(turn) = state.session.open_turn() else { return };
-        turn.calls
+        let expired = turn
+            .calls
             .iter()
             .filter(|slot| {
                 matches!(slot.state, CallState::AwaitingResult { deadline, .. } if deadline <= now)
@@ -141,14 +142,17 @@ async fn expire(agent: &Driver, session: &SessionHandle) {
                     ),
                 )
             })
-            .collect()
+            .collect();
+        // The run goes on as durably as it was stored before it suspended.
+        (expired, weft_loop::durability(&state.session.options))
     };
     if expired.is_empty() {
         return;
     }
     // Refused only if the session was resumed or aborted in the meantime (here or in another
     // process): nothing to do then. The run goes on in a task of its own.
-    if let Ok(stream) = agent.execute(session, Input::ToolResults(expired)).await {
+    let options = crate::RunOptions::default().durability(durability);
+    if let Ok(stream) = agent.execute(session, Input::ToolResults(expired), options).await {
         tokio::spawn(stream.result());
     }
 }

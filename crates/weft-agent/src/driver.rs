@@ -21,7 +21,7 @@ use crate::error::{AgentError, ExecuteError};
 use crate::execute::{Emitter, ExecuteResult, ExecuteStream};
 use crate::identity::ProcessIdentity;
 use crate::lease::Lease;
-use crate::options::SessionOptions;
+use crate::options::{RunOptions, SessionOptions};
 use crate::run::Run;
 use crate::session::{HANDOVER_POLL, HANDOVER_WAIT, Refusal, Reloaded, SessionHandle, Shared};
 use weft_loop::{Machine, SessionSettings};
@@ -167,7 +167,7 @@ impl Driver {
         let settings = SessionSettings {
             max_turns: options.max_turns,
             mode: options.mode.unwrap_or_default(),
-            run_after_seq: None,
+            ..SessionSettings::default()
         };
         settings.write(&mut session.options);
         session.system_prompt =
@@ -366,11 +366,12 @@ impl Driver {
         recent.touch(&id, &session.shared, self.inner.config.keep_open);
     }
 
-    /// What [`Agent::execute`](crate::Agent::execute) does.
+    /// What [`Agent::execute_with`](crate::Agent::execute_with) does.
     pub(crate) async fn execute(
         &self,
         session: &SessionHandle,
         input: impl Into<Input>,
+        options: RunOptions,
     ) -> Result<ExecuteStream, ExecuteError> {
         tokio::runtime::Handle::try_current().map_err(|_| ExecuteError::NoRuntime)?;
         if !self.made(session) {
@@ -380,7 +381,8 @@ impl Driver {
         // drops the handler's future): dropped half-way, it would leave the handle marked
         // running by a run that never began, refusing every later input.
         let (agent, session, input) = (self.clone(), session.clone(), input.into());
-        match tokio::spawn(async move { agent.execute_here(&session, input).await }).await {
+        match tokio::spawn(async move { agent.execute_here(&session, input, options).await }).await
+        {
             Ok(started) => started,
             Err(join) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
             // The runtime is shutting down.
@@ -393,13 +395,14 @@ impl Driver {
         &self,
         session: &SessionHandle,
         mut input: Input,
+        options: RunOptions,
     ) -> Result<ExecuteStream, ExecuteError> {
         self.adopt_identity().await;
         // Only a store's lease can be held by another process's ending run.
         let mut deadline = self.inner.store.is_some().then(|| Instant::now() + HANDOVER_WAIT);
         loop {
             let spare = deadline.map(|_| input.clone());
-            match self.start(session, input).await {
+            match self.start(session, input, options).await {
                 Ok(stream) => return Ok(stream),
                 Err(Refusal::Error(error)) => return Err(error),
                 Err(Refusal::Recovering) => match spare {
@@ -423,7 +426,12 @@ impl Driver {
     }
 
     /// One attempt of [`execute`](Self::execute).
-    async fn start(&self, session: &SessionHandle, input: Input) -> Result<ExecuteStream, Refusal> {
+    async fn start(
+        &self,
+        session: &SessionHandle,
+        input: Input,
+        options: RunOptions,
+    ) -> Result<ExecuteStream, Refusal> {
         session.wait_while_ending().await;
         session.refresh_if_stale().await;
         self.keep_recent(session);
@@ -479,8 +487,10 @@ impl Driver {
                 .flatten()
                 .map(|message| (message, start_len as u64));
             state.session.status = SessionStatus::Running;
-            // Where this execution's events start, committed with its start.
+            // Where this execution's events start, and how durably it is stored, committed
+            // with its start.
             SessionSettings::record_run_after_seq(&mut state.session.options, hub.last_seq());
+            SessionSettings::record_durability(&mut state.session.options, options.durability);
             state.run = Some(cancel.clone());
             let commit = session.shared.store.is_some().then(|| state.prepare_commit());
             let id = state.session.id.clone();
@@ -500,6 +510,7 @@ impl Driver {
             lease,
             state_before,
             recovers: None,
+            durability: options.durability,
         };
         Ok(self.launch(session, launch))
     }
@@ -572,10 +583,11 @@ impl Driver {
             lease,
             state_before,
             recovers,
+            durability,
         } = launch;
         let session_id = session.id();
         let hub = session.hub();
-        hub.start_run();
+        hub.start_run(durability);
         let after_seq = hub.last_seq();
         let events = hub.subscribe(after_seq, true);
         let (result_tx, result_rx) = tokio::sync::oneshot::channel();
@@ -589,6 +601,7 @@ impl Driver {
         );
         run.set_state_before(state_before);
         run.set_recovers(recovers);
+        run.set_durability(durability);
         if let Some(lease) = &lease {
             lease.keep(cancel.clone());
             lease.watch_abort(&run_id, self.inner.config.abort_poll, cancel.clone());
@@ -658,10 +671,12 @@ impl Driver {
                 }
                 state.run = Some(cancel.clone());
                 state.recovering = true;
-                Some((machine, first, start_len, run_id, state_before, recovers))
+                let durability = settings.durability;
+                Some((machine, first, start_len, run_id, state_before, recovers, durability))
             }
         };
-        let Some((machine, first, start_len, run_id, state_before, recovers)) = claimed else {
+        let Some((machine, first, start_len, run_id, state_before, recovers, durability)) = claimed
+        else {
             lease.release().await;
             return None;
         };
@@ -676,6 +691,7 @@ impl Driver {
             lease: Some(lease),
             state_before,
             recovers,
+            durability,
         };
         Some(self.launch(session, launch))
     }
@@ -686,7 +702,7 @@ impl Driver {
         session: &SessionHandle,
         input: impl Into<Input>,
     ) -> Result<(AgentResponse, ExecuteResult), ExecuteError> {
-        let result = self.execute(session, input).await?.result().await;
+        let result = self.execute(session, input, RunOptions::default()).await?.result().await;
         Ok((result.response(), result))
     }
 }
@@ -709,4 +725,6 @@ struct Launch {
     state_before: serde_json::Value,
     /// For a recovery: the id of the run whose answer it completes.
     recovers: Option<String>,
+    /// How durably the run is stored.
+    durability: weft_core::Durability,
 }

@@ -11,6 +11,10 @@
 //!   at once if its last write was a while ago (a paced stream costs no timer per event), after
 //!   a short gather ([`GATHER`]) when writes come close together; a barrier ([`Hub::persist`])
 //!   waits until everything published so far is stored. Nothing waits for a watcher.
+//! - **Durability.** Each run says how durably it is stored ([`Durability`]): under `sync` a
+//!   watcher sees only what the store has (it is woken by the writes, not the publishes); under
+//!   `exit` the persister writes nothing while the run is live, until a barrier (the run's end)
+//!   asks for everything at once.
 //! - **Watching.** [`Hub::subscribe`] gives the events after a seq: from memory when they are
 //!   still there, from the store otherwise, then live ones as they are published, with no gap
 //!   and no duplicate at the hand-over. A watcher that falls behind reads the store and never
@@ -31,7 +35,8 @@ use std::time::Duration;
 use futures::Stream;
 use tokio::sync::Notify;
 use weft_core::{
-    AgentEvent, EventRecord, MessageSpan, SessionStatus, SessionStore, StoreError, now_ms,
+    AgentEvent, Durability, EventRecord, MessageSpan, SessionStatus, SessionStore, StoreError,
+    now_ms,
 };
 
 /// How many sequence numbers the first reservation of a hub takes; each next one takes twice as
@@ -110,6 +115,32 @@ struct HubState {
     /// The current run's refusal, if the store refused any of its events for good: the run
     /// cannot be durable, and says so.
     refusal: Option<StoreError>,
+    /// How durably the current (or last) run is stored.
+    durability: Durability,
+    /// Under [`Durability::Exit`], what a barrier ([`Hub::persist`]) asked to be written while
+    /// the run is live; nothing above it is.
+    barrier: u64,
+}
+
+impl HubState {
+    /// The last seq a watcher may see: under `sync` (with a store), only what the store has.
+    fn visible(&self, stored: bool) -> u64 {
+        if stored && self.durability == Durability::Sync {
+            self.persisted.min(self.last_seq)
+        } else {
+            self.last_seq
+        }
+    }
+
+    /// The last seq the persister may write now: under `exit`, while the run is live, only
+    /// what a barrier asked for.
+    fn writable(&self) -> u64 {
+        if self.durability == Durability::Exit && self.live {
+            self.barrier.min(self.last_seq)
+        } else {
+            self.last_seq
+        }
+    }
 }
 
 impl Hub {
@@ -134,6 +165,8 @@ impl Hub {
                 failure: None,
                 refused: 0,
                 refusal: None,
+                durability: Durability::default(),
+                barrier: 0,
             }),
             published: Notify::new(),
             pending: Notify::new(),
@@ -159,11 +192,13 @@ impl Hub {
             && (self.store.is_none() || state.last_seq - state.persisted > LAG_EVENTS as u64)
     }
 
-    /// A run of this process starts publishing: the persister runs until it ends.
-    pub(crate) fn start_run(self: &Arc<Self>) {
+    /// A run of this process starts publishing, stored as `durability` says: the persister
+    /// runs until it ends.
+    pub(crate) fn start_run(self: &Arc<Self>, durability: Durability) {
         let spawn = {
             let mut state = self.lock();
             state.live = true;
+            state.durability = durability;
             if state.refusal.take().is_some() {
                 // Whatever the refused run published is not sent with this run's events.
                 state.refused = state.last_seq;
@@ -202,13 +237,13 @@ impl Hub {
         // numbered and shown to this process's watchers, and the failure is reported.
         let reserved = self.reserve(events.len() as u64).await;
         let last = self.show(run_id, events);
-        self.pending.notify_one();
         reserved.map(|()| last)
     }
 
-    /// Numbers `events` (leaving it empty), adds them to memory and wakes the watchers.
+    /// Numbers `events` (leaving it empty), adds them to memory and wakes the persister (when
+    /// it may write them) and the watchers (when they may see them).
     fn show(&self, run_id: &Arc<str>, events: &mut Vec<Draft>) -> u64 {
-        let last = {
+        let (last, persist, visible) = {
             let mut guard = self.lock();
             let state = &mut *guard;
             let at = now_ms();
@@ -219,9 +254,15 @@ impl Hub {
                 self.record(run_id, seq, at, draft)
             }));
             state.last_seq = seq;
-            seq
+            let persist = state.writable() == seq;
+            (seq, persist, state.visible(self.store.is_some()) == seq)
         };
-        self.published.notify_waiters();
+        if persist {
+            self.pending.notify_one();
+        }
+        if visible {
+            self.published.notify_waiters();
+        }
         last
     }
 
@@ -331,7 +372,11 @@ impl Hub {
         if self.store.is_none() {
             return Ok(());
         }
-        let target = self.last_seq();
+        let target = {
+            let mut state = self.lock();
+            state.barrier = state.barrier.max(state.last_seq);
+            state.last_seq
+        };
         loop {
             // Registered before looking, so a write after the look wakes us.
             let written = self.written.notified();
@@ -447,23 +492,25 @@ impl Hub {
     /// (into `batch`, which is empty when called).
     fn take_from_memory(&self, next: u64, batch: &mut Vec<Arc<EventRecord>>) -> (bool, bool, u64) {
         let state = self.lock();
-        if next > state.last_seq {
-            return (true, state.live, state.last_seq);
+        let last = state.visible(self.store.is_some());
+        if next > last {
+            return (true, state.live, last);
         }
         // A live watcher wants what was just published: found from the back, among the records
         // it is about to read (the front is older, and a cache miss per look).
         let start = match last_at_or_after(&state.events, next) {
             Some(start) => start,
             None => {
-                let first = state.events.front().map_or(state.last_seq + 1, |r| r.seq);
+                let first = state.events.front().map_or(last + 1, |r| r.seq);
                 if next < first {
                     return (false, state.live, state.last_seq);
                 }
                 first_at_or_after(&state.events, next)
             }
         };
-        batch.extend(state.events.range(start..).take(READ_PAGE).cloned());
-        (true, state.live, state.last_seq)
+        let page = state.events.range(start..).take_while(|r| r.seq <= last).take(READ_PAGE);
+        batch.extend(page.cloned());
+        (true, state.live, last)
     }
 
     fn first_in_memory(&self) -> Option<u64> {
@@ -525,12 +572,16 @@ impl Hub {
             state.refused = state.last_seq;
         }
         let from = state.persisted.max(state.refused);
-        if from >= state.last_seq {
+        let upto = state.writable();
+        if from >= upto {
             return Vec::new();
         }
-        // They are the last ones: counted from the back, looking at no older record.
-        let count = state.events.iter().rev().take_while(|r| r.seq > from).count();
-        state.events.range(state.events.len() - count..).cloned().collect()
+        // They are the last ones (but for any a barrier did not ask for yet): counted from the
+        // back, looking at no older record.
+        let newer = state.events.iter().rev().take_while(|r| r.seq > upto).count();
+        let end = state.events.len() - newer;
+        let count = state.events.range(..end).rev().take_while(|r| r.seq > from).count();
+        state.events.range(end - count..end).cloned().collect()
     }
 
     /// The store has everything up to `seq`: trims memory to the retention window.
@@ -538,6 +589,8 @@ impl Hub {
         let mut state = self.lock();
         state.persisted = state.persisted.max(seq);
         state.failure = None;
+        // Under `sync`, what watchers may see grows with the store, not with the publishes.
+        let wake_watchers = self.store.is_some() && state.durability == Durability::Sync;
         while state.events.len() > RETAIN
             && state.events.front().is_some_and(|r| r.seq <= state.persisted)
         {
@@ -549,6 +602,9 @@ impl Hub {
             state.events.shrink_to(keep);
         }
         drop(state);
+        if wake_watchers {
+            self.published.notify_waiters();
+        }
         self.written.notify_waiters();
     }
 }

@@ -68,8 +68,8 @@ pub use fork::{
 };
 pub use identity::ProcessIdentity;
 pub use options::{
-    ABORT_NAMESPACE, OPTION_MAX_TURNS, OPTION_RUN_AFTER_SEQ, SessionOptions, run_after_seq,
-    session_max_turns,
+    ABORT_NAMESPACE, OPTION_MAX_TURNS, OPTION_RUN_AFTER_SEQ, RunOptions, SessionOptions,
+    run_after_seq, session_max_turns,
 };
 pub use outcome::{Awaiting, FailureKind, RunOutcome, TurnLimit};
 pub use session::SessionHandle;
@@ -78,6 +78,7 @@ pub use tool::{
     ToolEvent, ToolOutput, ToolOutputSink, ToolSource, ToolStream, parameters_schema,
     streaming_tool_fn, tool_fn,
 };
+pub use weft_core::Durability;
 pub use weft_core::ToolContent;
 pub use weft_loop::{
     Action, CustomMode, Decision, GotOptions, Mode, ModeError, ModeKind, Modes, NodeOutcome,

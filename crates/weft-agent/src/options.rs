@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use weft_core::{Message, ToolSpec};
+use weft_core::{Durability, Message, ToolSpec};
 
 pub use weft_loop::{OPTION_MAX_TURNS, OPTION_RUN_AFTER_SEQ};
 /// The checkpoint namespace of abort requests: a checkpoint `(session, ABORT_NAMESPACE, run id)`
@@ -61,4 +61,23 @@ pub struct SessionOptions {
     pub max_turns: Option<u32>,
     /// The reasoning mode of the session's runs (default: react), kept in its options.
     pub mode: Option<crate::Mode>,
+}
+
+/// How one execution runs ([`Agent::execute_with`](crate::Agent::execute_with)); everything has
+/// a default, and a later execution of the session does not inherit it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunOptions {
+    /// How durably the run is stored (default `async`); kept with the session while the run
+    /// lasts, so a run recovered in another process keeps it.
+    pub durability: Durability,
+}
+
+impl RunOptions {
+    /// These options with `durability`.
+    #[must_use]
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
 }

@@ -12,8 +12,8 @@ use std::time::Instant;
 use futures::FutureExt;
 use tokio::sync::mpsc;
 use weft_core::{
-    AgentEvent, AssistantMessage, Cost, Message, MessageSpan, Role, SessionStatus, ToolCall, Usage,
-    now_ms,
+    AgentEvent, AssistantMessage, Cost, Durability, Message, MessageSpan, Role, SessionStatus,
+    ToolCall, Usage, now_ms,
 };
 use weft_llm::{CancellationToken, ModelRequest};
 use weft_loop::{
@@ -67,6 +67,8 @@ pub(crate) struct Run {
     recovers: Option<String>,
     /// The steps this execution finished, for its result (the event log keeps every step).
     steps: Vec<Arc<weft_core::AgentStep>>,
+    /// How durably the run is stored: under `exit`, nothing is saved at a boundary.
+    durability: Durability,
 }
 
 impl Run {
@@ -96,7 +98,13 @@ impl Run {
             recovers: None,
             last_state: None,
             steps: Vec::new(),
+            durability: Durability::default(),
         }
+    }
+
+    /// How durably the run is stored ([`Durability`]).
+    pub(crate) fn set_durability(&mut self, durability: Durability) {
+        self.durability = durability;
     }
 
     /// Gives the run its lease, released when the run has ended (and before the session takes
@@ -186,25 +194,50 @@ impl Run {
     /// Saves what the last step changed (a boundary: a model call or a batch of tools ended).
     /// A store that refuses or fails stops the run: it is aborted, and the error reported.
     async fn checkpoint(&mut self) {
-        let mut failure = match self.session.save().await {
-            Err(error) => Some(error.to_string()),
-            Ok(()) => self.emitter.failure().map(ToString::to_string),
-        };
-        // The session (with the run's state) is saved: its checkpoints may be stored.
-        if let Some(store) = self.session.shared.store.clone() {
-            for checkpoint in std::mem::take(&mut self.checkpoints) {
-                if let Err(error) = store.put_checkpoint(checkpoint).await {
-                    failure.get_or_insert(error.to_string());
-                }
-            }
+        let mut failure = if self.durability == Durability::Exit {
+            // Saved with the run's end (or suspension), checkpoints and all.
+            self.emitter.failure().map(ToString::to_string)
         } else {
-            self.checkpoints.clear();
+            match self.session.save().await {
+                Err(error) => Some(error.to_string()),
+                Ok(()) => self.emitter.failure().map(ToString::to_string),
+            }
+        };
+        if self.durability != Durability::Exit
+            && let Err(error) = self.store_checkpoints().await
+        {
+            failure.get_or_insert(error.to_string());
         }
         if let Some(error) = failure {
             tracing::error!(session_id = %self.session_id, %error, "the session store failed: the run stops");
             self.ending.store_failed(&error);
             self.cancel.cancel();
         }
+    }
+
+    /// Stores the checkpoints taken since the last boundary (the session, with the run's state,
+    /// is saved: they may be); without a store they are dropped.
+    async fn store_checkpoints(&mut self) -> Result<(), weft_core::StoreError> {
+        let checkpoints = std::mem::take(&mut self.checkpoints);
+        let Some(store) = self.session.shared.store.clone() else { return Ok(()) };
+        let mut failure = Ok(());
+        for checkpoint in checkpoints {
+            if let Err(error) = store.put_checkpoint(checkpoint).await {
+                failure = failure.and(Err(error));
+            }
+        }
+        failure
+    }
+
+    /// Saves the run's resting state, trying again while the store fails transiently until
+    /// `until`, then the checkpoints not stored yet (under `exit`, all of the run's).
+    async fn save_end(&mut self, until: Instant) -> Result<(), weft_core::StoreError> {
+        self.session.save_retrying(until).await?;
+        if let Err(error) = self.store_checkpoints().await {
+            // The run's state is stored with the session: only the checkpoint history misses them.
+            tracing::warn!(session_id = %self.session_id, %error, "storing the run's checkpoints failed");
+        }
+        Ok(())
     }
 
     /// Records the end of the run: the session's resting state is saved before anything
@@ -232,7 +265,7 @@ impl Run {
         // Nothing reports the end before the store has it.
         let config = &self.agent.config;
         let until = Instant::now() + config.end_commit_timeout.min(config.lease_ttl * 2 / 3);
-        let status = match self.session.save_retrying(until).await {
+        let status = match self.save_end(until).await {
             Ok(()) => status,
             Err(error) => {
                 // Calls the store does not know to be waiting cannot be answered.

@@ -163,6 +163,12 @@ pub(crate) struct RunArgs {
     #[command(flatten)]
     pub(crate) modes: ModeArgs,
 
+    /// How durably the run is stored: sync (nothing is shown before the store has it), async
+    /// (shown at once, stored just behind) or exit (stored when the run ends) [default: async;
+    /// with --server, the server's].
+    #[arg(long, value_name = "MODE")]
+    pub(crate) durability: Option<weft_agent::Durability>,
+
     /// A JSON file of models to add or override in the registry costs are computed from (the
     /// format of crates/weft-llm/models.json; entries for known models change only the fields
     /// they give). Applies to every provider, faux included.

@@ -126,6 +126,7 @@ impl ChatArgs {
             max_retries: None,
             config: self.config.clone(),
             modes: self.modes.clone(),
+            durability: None,
         }
     }
 }

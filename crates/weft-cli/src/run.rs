@@ -55,15 +55,16 @@ pub(crate) fn command(args: RunArgs) -> Result<(), Failure> {
         let (setup, session) = open_session(&args, plan, store).await?;
         let started = Instant::now();
         let agent = &setup.agent;
-        let stream = agent.execute(&session, Input::text(args.prompt.clone())).await.map_err(
-            |e| match e {
-                // The session's own reasons, as they are.
-                ExecuteError::AwaitingToolCalls { .. } | ExecuteError::AlreadyRunning(_) => {
-                    Failure::run(e.to_string())
-                }
-                other => Failure::run(format!("cannot start the run: {other}")),
-            },
-        )?;
+        let options =
+            weft_agent::RunOptions::default().durability(args.durability.unwrap_or_default());
+        let input = Input::text(args.prompt.clone());
+        let stream = agent.execute_with(&session, input, options).await.map_err(|e| match e {
+            // The session's own reasons, as they are.
+            ExecuteError::AwaitingToolCalls { .. } | ExecuteError::AlreadyRunning(_) => {
+                Failure::run(e.to_string())
+            }
+            other => Failure::run(format!("cannot start the run: {other}")),
+        })?;
         term::eprint_line(&format!("session: {}", sanitize::visible(&session.id())));
         let abort = stream.abort_handle();
         // The log's own records: nothing is copied on the way to the output.
@@ -165,6 +166,9 @@ fn remote_run_command(args: &RunArgs, client: weft_client::Client) -> Result<(),
     }
     if let Some(system) = &args.system {
         options = options.system_prompt(system.clone());
+    }
+    if let Some(durability) = args.durability {
+        options = options.durability(durability);
     }
     if args.max_turns != DEFAULT_MAX_TURNS {
         options = options.max_turns(args.max_turns);

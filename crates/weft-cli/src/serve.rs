@@ -56,6 +56,11 @@ pub(crate) struct ServeArgs {
     /// The most model calls a run may make [default: 50; also `[limits] max_turns`].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_turns: Option<u32>,
+
+    /// How durably runs are stored when their request names nothing (`options.durability`):
+    /// sync, async or exit [default: async; also `durability`, WEFT_DURABILITY].
+    #[arg(long, value_name = "MODE")]
+    durability: Option<weft_agent::Durability>,
 }
 
 /// `weft serve`.
@@ -182,6 +187,9 @@ fn plan(args: &ServeArgs, config: &ServeConfig) -> anyhow::Result<Plan> {
     settings.cors_origins = config.cors_origins.clone();
     if let Some(multitask) = config.frontend_multitask {
         settings.frontend_multitask = multitask;
+    }
+    if let Some(durability) = args.durability.or(config.durability) {
+        settings.durability = durability;
     }
     config.connections.apply(&mut settings);
     let addr = args

@@ -106,12 +106,19 @@ pub(crate) struct RequestOptions {
     pub(crate) multitask: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) on_disconnect: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) durability: Option<weft_core::Durability>,
 }
 
 impl RequestOptions {
     /// What a resuming request (tool results, approvals) carries: the session keeps the rest.
     pub(crate) fn for_resume(&self) -> Self {
-        Self { on_disconnect: self.on_disconnect, multitask: self.multitask, ..Self::default() }
+        Self {
+            on_disconnect: self.on_disconnect,
+            multitask: self.multitask,
+            durability: self.durability,
+            ..Self::default()
+        }
     }
 }
 
@@ -199,6 +206,14 @@ impl ExecuteOptions {
     /// the client reattaches).
     pub fn cancel_on_disconnect(mut self) -> Self {
         self.request.on_disconnect = Some("cancel");
+        self
+    }
+
+    /// How durably the server stores each execution of this run (its `options.durability`;
+    /// default: the server's): under [`Durability::Sync`](weft_core::Durability::Sync) nothing
+    /// is streamed to this client before the server's store has it.
+    pub fn durability(mut self, durability: weft_core::Durability) -> Self {
+        self.request.durability = Some(durability);
         self
     }
 

@@ -60,8 +60,8 @@ pub use step::{
     ToolExecutionResult,
 };
 pub use store::{
-    BackendSource, Checkpoint, Commit, EventRecord, ForwardingStore, MessageSpan, OwnerScope,
-    SessionStore, StoreError, StoreFuture,
+    BackendSource, Checkpoint, Commit, Durability, EventRecord, ForwardingStore, MessageSpan,
+    OwnerScope, SessionStore, StoreError, StoreFuture,
 };
 pub use tool::{MAX_TOOL_NAME, ToolContent, ToolSpec, valid_tool_name};
 pub use usage::{Cost, Prices, Usage};

@@ -42,8 +42,10 @@ use crate::message::{Message, TimestampMs};
 
 pub use crate::state::{RunChange, RunState, SessionHead, StoredSession};
 
+mod durability;
 mod forwarding;
 
+pub use durability::Durability;
 pub use forwarding::ForwardingStore;
 
 /// A boxed future, as the store's methods return (the contract is object-safe, so a server can

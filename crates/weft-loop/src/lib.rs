@@ -28,5 +28,6 @@ pub use modes::{
 };
 pub use node::{NodeLoop, NodeNext};
 pub use settings::{
-    OPTION_MAX_TURNS, OPTION_RUN_AFTER_SEQ, SessionSettings, max_turns, run_after_seq,
+    OPTION_DURABILITY, OPTION_MAX_TURNS, OPTION_RUN_AFTER_SEQ, SessionSettings, durability,
+    max_turns, run_after_seq,
 };

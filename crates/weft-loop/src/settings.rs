@@ -1,8 +1,10 @@
 //! What a session keeps in its `options` that its runs obey, typed: its own turn limit, its
-//! reasoning mode, and where its current (or last) run's events start. Read and written here
+//! reasoning mode, where its current (or last) run's events start, and how durably that run is
+//! stored. Read and written here
 //! only; the JSON keys are the stored form.
 
 use serde_json::{Map, Value};
+use weft_core::Durability;
 
 use crate::{Mode, Modes, OPTION_MODE};
 
@@ -13,6 +15,10 @@ pub const OPTION_MAX_TURNS: &str = "maxTurns";
 /// an execution starts and committed with its start, so a reader attaching to the live or last
 /// run subscribes from there without scanning the log.
 pub const OPTION_RUN_AFTER_SEQ: &str = "runAfterSeq";
+/// The key of a session's `options` that holds the [`Durability`] of its current (or last)
+/// execution, when it is not the default (`async`): set when an execution starts and committed
+/// with its start, so a run recovered in another process keeps its durability.
+pub const OPTION_DURABILITY: &str = "durability";
 
 /// A session's settings, as its `options` hold them.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -24,6 +30,8 @@ pub struct SessionSettings {
     /// The seq after which its current or last execution's events start
     /// ([`OPTION_RUN_AFTER_SEQ`]); `None` for a session that has not recorded it.
     pub run_after_seq: Option<u64>,
+    /// How durably its current or last execution is stored ([`OPTION_DURABILITY`]).
+    pub durability: Durability,
 }
 
 impl SessionSettings {
@@ -33,6 +41,7 @@ impl SessionSettings {
             max_turns: max_turns(options),
             mode: modes.of_options(options),
             run_after_seq: run_after_seq(options),
+            durability: durability(options),
         }
     }
 
@@ -51,12 +60,37 @@ impl SessionSettings {
         if let Some(seq) = self.run_after_seq {
             set(options, OPTION_RUN_AFTER_SEQ, seq.into());
         }
+        if self.durability != Durability::default() {
+            Self::record_durability(options, self.durability);
+        }
     }
 
     /// Records in `options` that the execution starting now has its events after `seq`.
     pub fn record_run_after_seq(options: &mut Value, seq: u64) {
         set(options, OPTION_RUN_AFTER_SEQ, seq.into());
     }
+
+    /// Records in `options` the durability of the execution starting now (the default is
+    /// recorded by leaving the key out, so sessions that never ask keep their stored form).
+    pub fn record_durability(options: &mut Value, durability: Durability) {
+        if durability == Durability::default() {
+            if let Value::Object(map) = options {
+                map.remove(OPTION_DURABILITY);
+            }
+        } else {
+            set(options, OPTION_DURABILITY, durability.as_str().into());
+        }
+    }
+}
+
+/// The durability of a session's current or last execution ([`OPTION_DURABILITY`]): the
+/// default when it records none (or one this version does not know).
+pub fn durability(options: &Value) -> Durability {
+    options
+        .get(OPTION_DURABILITY)
+        .and_then(Value::as_str)
+        .and_then(|name| name.parse().ok())
+        .unwrap_or_default()
 }
 
 /// A session's own limit of model calls per run ([`OPTION_MAX_TURNS`]), if it has one.
@@ -91,12 +125,14 @@ mod tests {
             max_turns: Some(0),
             mode: Mode::Tot(TotOptions { breadth: 2, ..TotOptions::default() }),
             run_after_seq: Some(41),
+            durability: Durability::Sync,
         };
         let mut options = Value::Null;
         settings.write(&mut options);
         assert_eq!(options["maxTurns"], 1, "a limit is at least one call");
         assert_eq!(options["runAfterSeq"], 41);
         assert_eq!(options["mode"]["type"], "tot");
+        assert_eq!(options["durability"], "sync");
         let read = SessionSettings::read(&options, &Modes::builtin());
         assert_eq!(read, SessionSettings { max_turns: Some(1), ..settings });
         // Nothing set, nothing written: the options stay as they were.
@@ -109,5 +145,11 @@ mod tests {
         );
         SessionSettings::record_run_after_seq(&mut untouched, 7);
         assert_eq!(run_after_seq(&untouched), Some(7));
+        // The default durability is the key's absence; an unknown one reads as the default.
+        SessionSettings::record_durability(&mut untouched, Durability::Exit);
+        assert_eq!(durability(&untouched), Durability::Exit);
+        SessionSettings::record_durability(&mut untouched, Durability::Async);
+        assert_eq!(untouched, serde_json::json!({"runAfterSeq": 7}));
+        assert_eq!(durability(&serde_json::json!({"durability": "later"})), Durability::Async);
     }
 }

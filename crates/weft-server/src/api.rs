@@ -227,6 +227,25 @@ pub struct ExecuteOptions {
     /// When the client goes away: `continue` (default) or `cancel`.
     #[serde(default)]
     pub on_disconnect: OnDisconnect,
+    /// How durably this run is stored (default: the server's `durability`, itself `async` by
+    /// default): `sync` (no event is streamed before the store has it), `async` (events stream
+    /// at once and are stored just behind), `exit` (stored when the run ends or suspends).
+    #[serde(default)]
+    #[schema(schema_with = durability_schema)]
+    pub durability: Option<weft_core::Durability>,
+}
+
+/// The OpenAPI schema of `options.durability`: one of its names, or `null`.
+fn durability_schema() -> utoipa::openapi::schema::Schema {
+    let mut names: Vec<serde_json::Value> =
+        weft_core::Durability::ALL.iter().map(|d| d.as_str().into()).collect();
+    names.push(serde_json::Value::Null);
+    let schema = serde_json::json!({ "type": ["string", "null"], "enum": names });
+    serde_json::from_value(schema).unwrap_or_else(|_| {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .into()
+    })
 }
 
 /// `GET /api/agent/session/{id}`.

@@ -8,6 +8,10 @@
 //! ```toml
 //! addr = "127.0.0.1:8080"          # WEFT_ADDR
 //! store = "sqlite:/var/lib/weft.db" # WEFT_STORE (memory | sqlite:PATH | postgres://…)
+//! durability = "async"             # WEFT_DURABILITY: how runs whose request names none are stored
+//!                                   # (every endpoint, the front ends too): "sync" (nothing is
+//!                                   # streamed before the store has it), "async", "exit" (stored
+//!                                   # when the run ends or suspends)
 //!
 //! [provider]
 //! name = "faux"                     # WEFT_PROVIDER: openai, openai-responses, anthropic, gemini, faux
@@ -164,6 +168,8 @@ pub struct Settings {
     /// What a front end's new message (`/api/chat`, `/api/ag-ui`) does while the session's run
     /// goes on, unless the request's options say: interrupt it (the default), wait, or refuse.
     pub frontend_multitask: crate::api::Multitask,
+    /// How durably a run is stored when its request's `options.durability` names nothing.
+    pub durability: weft_core::Durability,
     /// The model registry (`GET /api/agent/models` lists its models of each provider); the
     /// built-in one by default, with a `--models` file's additions when the CLI was given one.
     pub models: std::sync::Arc<weft_llm::models::ModelRegistry>,
@@ -217,6 +223,7 @@ impl Settings {
             ws_send_queue: DEFAULT_WS_SEND_QUEUE,
             ws_send_timeout: DEFAULT_WS_SEND_TIMEOUT,
             frontend_multitask: crate::api::Multitask::Interrupt,
+            durability: weft_core::Durability::default(),
             models: weft_llm::models::ModelRegistry::builtin(),
         }
     }
@@ -236,6 +243,8 @@ pub struct ServeConfig {
     pub addr: Option<String>,
     /// The session store URL.
     pub store: Option<String>,
+    /// How durably runs are stored by default (`durability`, `WEFT_DURABILITY`).
+    pub durability: Option<weft_core::Durability>,
     /// The provider's name.
     pub provider: Option<String>,
     /// The default model.
@@ -346,6 +355,7 @@ pub struct ProviderEntry {
 struct FileConfig {
     addr: Option<String>,
     store: Option<String>,
+    durability: Option<weft_core::Durability>,
     #[serde(default)]
     provider: ProviderSection,
     #[serde(default)]
@@ -467,7 +477,8 @@ pub fn find_file(
 
 impl ServeConfig {
     /// Reads `file` (if any), then applies the environment (`WEFT_ADDR`, `WEFT_STORE`,
-    /// `WEFT_PROVIDER`, `WEFT_MODEL`, `WEFT_PROVIDERS`, `WEFT_API_KEYS`, `WEFT_CORS_ORIGINS`).
+    /// `WEFT_DURABILITY`, `WEFT_PROVIDER`, `WEFT_MODEL`, `WEFT_PROVIDERS`, `WEFT_API_KEYS`,
+    /// `WEFT_CORS_ORIGINS`).
     pub fn load(
         file: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
@@ -487,6 +498,14 @@ impl ServeConfig {
         }
         if let Some(store) = var("WEFT_STORE") {
             config.store = Some(store);
+        }
+        if let Some(durability) = var("WEFT_DURABILITY") {
+            config.durability = Some(
+                durability
+                    .trim()
+                    .parse()
+                    .map_err(|e| ConfigError(format!("WEFT_DURABILITY: {e}")))?,
+            );
         }
         if let Some(provider) = var("WEFT_PROVIDER") {
             config.provider = Some(provider);
@@ -555,6 +574,7 @@ impl ServeConfig {
             tools,
             addr: file.addr,
             store: file.store,
+            durability: file.durability,
             provider: file.provider.name,
             model: file.provider.model,
             script: file.provider.script.map(relative),

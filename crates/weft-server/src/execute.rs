@@ -353,6 +353,8 @@ pub(crate) async fn start(
         Multitask::Enqueue => Some(state.queue(&id).lock_owned().await),
         _ => None,
     };
+    let durability = options.durability.unwrap_or(state.settings.durability);
+    let run_options = weft_agent::RunOptions::default().durability(durability);
     let mut tries = 0;
     let (stream, after) = loop {
         tries += 1;
@@ -370,7 +372,7 @@ pub(crate) async fn start(
                 }
             }
         }
-        match state.agent.execute(&session, input.clone()).await {
+        match state.agent.execute_with(&session, input.clone(), run_options).await {
             Ok(stream) => {
                 let after = stream.after_seq();
                 break (stream, after);
