@@ -4,7 +4,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;

@@ -5,7 +5,9 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use futures::FutureExt;
 use weft_core::{

@@ -5,7 +5,7 @@
 //! concurrent nodes keep their own.
 
 use std::sync::Arc;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use tokio::sync::mpsc;
 use weft_core::{AgentEvent, AssistantMessage, Message, Role, UserMessage, now_ms};

@@ -188,6 +188,15 @@ struct Keeper {
     entries: Mutex<Entries>,
     /// Woken when a watch with an earlier deadline is added.
     wake: tokio::sync::Notify,
+    /// Its task: a keeper whose task has ended without leaving the registry (its runtime was
+    /// dropped, with every task on it) is replaced, or its leases would never be renewed.
+    task: std::sync::OnceLock<tokio::task::JoinHandle<()>>,
+}
+
+impl Keeper {
+    fn is_alive(&self) -> bool {
+        self.task.get().is_some_and(|task| !task.is_finished())
+    }
 }
 
 /// The keepers, by store (the address of the store; a keeper holds its store, so the address
@@ -208,22 +217,29 @@ impl Keeper {
     fn add(store: &Arc<dyn SessionStore>, entry: Entry) -> (Arc<Keeper>, u64) {
         // Under the registry's lock: the keeper cannot leave it before the entry is in.
         let mut keepers = keepers();
-        let keeper = keepers.entry(store_key(store)).or_insert_with(|| {
-            let keeper = Arc::new(Keeper {
-                store: Arc::clone(store),
-                entries: Mutex::new(Entries::default()),
-                wake: tokio::sync::Notify::new(),
-            });
-            tokio::spawn(Arc::clone(&keeper).run());
-            keeper
-        });
+        let key = store_key(store);
+        let keeper = match keepers.get(&key) {
+            Some(keeper) if keeper.is_alive() => Arc::clone(keeper),
+            _ => {
+                let keeper = Arc::new(Keeper {
+                    store: Arc::clone(store),
+                    entries: Mutex::new(Entries::default()),
+                    wake: tokio::sync::Notify::new(),
+                    task: std::sync::OnceLock::new(),
+                });
+                let task = tokio::spawn(Arc::clone(&keeper).run());
+                let _ = keeper.task.set(task);
+                keepers.insert(key, Arc::clone(&keeper));
+                keeper
+            }
+        };
         let mut entries = keeper.lock();
         entries.next_key += 1;
         let key = entries.next_key;
         entries.runs.insert(key, entry);
         drop(entries);
         keeper.wake.notify_one();
-        (Arc::clone(keeper), key)
+        (keeper, key)
     }
 
     fn lock(&self) -> MutexGuard<'_, Entries> {
@@ -239,13 +255,21 @@ impl Keeper {
                 let mut keepers = keepers();
                 let entries = self.lock();
                 if entries.runs.is_empty() {
-                    keepers.remove(&store_key(&self.store));
+                    let key = store_key(&self.store);
+                    if keepers.get(&key).is_some_and(|keeper| Arc::ptr_eq(keeper, &self)) {
+                        keepers.remove(&key);
+                    }
                     return;
                 }
+                // A cancelled run's abort watch is not polled (`poll_aborts`): its deadline,
+                // passed, would wake this loop at once, again and again.
                 entries
                     .runs
                     .values()
-                    .flat_map(|e| [Some(e.renew_at), e.abort.as_ref().map(|a| a.next)])
+                    .flat_map(|e| {
+                        let watch = e.abort.as_ref().filter(|_| !e.run.is_cancelled());
+                        [Some(e.renew_at), watch.map(|a| a.next)]
+                    })
                     .flatten()
                     .min()
             };

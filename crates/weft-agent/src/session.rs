@@ -2,7 +2,9 @@
 //! log, its commits to the store, its reload and the hand-over between runs.
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use futures::Stream;
 use weft_core::{
