@@ -44,6 +44,8 @@ use weft_core::{
 /// (a reservation waits behind the store's queued writes) and a short one leaves a small gap
 /// after a crash.
 const RESERVE_BLOCK: u64 = 4096;
+/// How long a failed reservation waits before it is asked again (then twice as long, twice).
+const RESERVE_RETRY: Duration = Duration::from_millis(25);
 /// The largest reservation.
 const MAX_RESERVE_BLOCK: u64 = 1 << 20;
 /// How many persisted events stay in memory for watchers close behind. Small: a live watcher
@@ -120,13 +122,24 @@ struct HubState {
     /// Under [`Durability::Exit`], what a barrier ([`Hub::persist`]) asked to be written while
     /// the run is live; nothing above it is.
     barrier: u64,
+    /// The first seq of the current run the store refused for good: the store will never have
+    /// it nor anything of the run after it, whatever `persisted` says later.
+    hole: Option<u64>,
+    /// Why the current run's events could not be numbered (the store reserved no numbers for
+    /// them): nothing more of the run is shown, and its watchers' streams end.
+    unnumbered: Option<StoreError>,
+    /// The last seq a `sync` run published: until the store has everything up to it, no
+    /// watcher sees past what the store has, whatever run publishes now (a watcher behind a
+    /// `sync` run's end that was not stored must not be shown it by the next run).
+    sync_last: u64,
 }
 
 impl HubState {
     /// The last seq a watcher may see: under `sync` (with a store), only what the store has.
     fn visible(&self, stored: bool) -> u64 {
-        if stored && self.durability == Durability::Sync {
-            self.persisted.min(self.last_seq)
+        let kept = self.hole.map_or(self.persisted, |hole| self.persisted.min(hole - 1));
+        if stored && (self.durability == Durability::Sync || kept < self.sync_last) {
+            kept.min(self.last_seq)
         } else {
             self.last_seq
         }
@@ -167,6 +180,9 @@ impl Hub {
                 refusal: None,
                 durability: Durability::default(),
                 barrier: 0,
+                hole: None,
+                unnumbered: None,
+                sync_last: 0,
             }),
             published: Notify::new(),
             pending: Notify::new(),
@@ -198,10 +214,21 @@ impl Hub {
         let spawn = {
             let mut state = self.lock();
             state.live = true;
-            state.durability = durability;
+            state.unnumbered = None;
+            let before = std::mem::replace(&mut state.durability, durability);
             if state.refusal.take().is_some() {
                 // Whatever the refused run published is not sent with this run's events.
                 state.refused = state.last_seq;
+            }
+            if let Some(hole) = state.hole.take()
+                && before == Durability::Sync
+            {
+                // A `sync` run's events from its hole on were never shown and will never be
+                // stored: they leave memory, so that no later watcher is shown them either.
+                while state.events.back().is_some_and(|r| r.seq >= hole) {
+                    state.events.pop_back();
+                }
+                state.sync_last = state.sync_last.min(hole - 1);
             }
             if self.store.is_none() {
                 // Nothing else keeps older runs' events: the current run's are enough.
@@ -233,11 +260,23 @@ impl Hub {
         if events.is_empty() {
             return Ok(self.last_seq());
         }
-        // Events are never lost: should the store fail to reserve numbers, they are still
-        // numbered and shown to this process's watchers, and the failure is reported.
-        let reserved = self.reserve(events.len() as u64).await;
-        let last = self.show(run_id, events);
-        reserved.map(|()| last)
+        // A number is shown only once the store has reserved it: shown without a reservation,
+        // it could be given to another event by the next process (this one dying before it
+        // stored it). Events that cannot be numbered are not shown, nor is anything the run
+        // publishes after them: the run stops, its watchers' streams end without its end, and
+        // its result says why.
+        if let Err(error) = self.reserve(events.len() as u64).await {
+            events.clear();
+            self.cut(error.clone());
+            return Err(error);
+        }
+        Ok(self.show(run_id, events))
+    }
+
+    /// The current run's events can no longer be numbered: its watchers' streams end.
+    fn cut(&self, error: StoreError) {
+        self.lock().unnumbered.get_or_insert(error);
+        self.published.notify_waiters();
     }
 
     /// Numbers `events` (leaving it empty), adds them to memory and wakes the persister (when
@@ -254,6 +293,9 @@ impl Hub {
                 self.record(run_id, seq, at, draft)
             }));
             state.last_seq = seq;
+            if state.durability == Durability::Sync {
+                state.sync_last = seq;
+            }
             let persist = state.writable() == seq;
             (seq, persist, state.visible(self.store.is_some()) == seq)
         };
@@ -279,11 +321,15 @@ impl Hub {
         if events.is_empty() {
             return Ok(self.last_seq());
         }
-        let ready = match self.persist().await {
-            Ok(()) => self.reserve(events.len() as u64).await,
-            Err(error) => Err(error),
-        };
-        if let Err(error) = ready {
+        let persisted = self.persist().await;
+        if let Err(error) = self.reserve(events.len() as u64).await {
+            // Not shown: see `publish`.
+            self.cut(error.clone());
+            return Err(error);
+        }
+        if let Err(error) = persisted {
+            // Numbered (reserved), shown all the same: this process's watchers see the run's
+            // end; the store may miss it, and the run's result says so.
             self.show(run_id, &mut events);
             return Err(error);
         }
@@ -298,6 +344,9 @@ impl Hub {
             let mut state = self.lock();
             state.last_seq = records.last().map_or(state.last_seq, |r| r.seq);
             state.events.extend(records);
+            if state.durability == Durability::Sync {
+                state.sync_last = state.last_seq;
+            }
             state.last_seq
         };
         match written {
@@ -314,6 +363,9 @@ impl Hub {
         let Some(store) = &self.store else { return Ok(()) };
         let (short, block) = {
             let state = self.lock();
+            if let Some(error) = &state.unnumbered {
+                return Err(error.clone());
+            }
             if let Some(refusal) = &state.refusal {
                 // The store will never have this run's log whole: the run stops (at its next
                 // step boundary), reporting why.
@@ -325,7 +377,19 @@ impl Hub {
             return Ok(());
         }
         let block = short.max(block);
-        let first = store.reserve_seqs(&self.session_id, block).await?;
+        // A store that fails for a moment is asked again, briefly: without numbers the run stops.
+        let mut backoff = RESERVE_RETRY;
+        let first = loop {
+            match store.reserve_seqs(&self.session_id, block).await {
+                Ok(first) => break first,
+                Err(error) if error.is_transient() && backoff <= RESERVE_RETRY * 4 => {
+                    tracing::warn!(session_id = %self.session_id, %error, "reserving event numbers failed; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 2;
+                }
+                Err(error) => return Err(error),
+            }
+        };
         let mut state = self.lock();
         // Numbering goes on above everything reserved, in any process.
         if first > state.last_seq + 1 {
@@ -467,6 +531,10 @@ impl Hub {
                     published.await;
                     continue;
                 }
+                if hub.is_cut() {
+                    // The run shows nothing more (its events could not be numbered).
+                    return;
+                }
                 // No run of this process is under way: another process may be running one.
                 match hub.remote_tail(next).await {
                     RemoteTail::Events(records) => {
@@ -493,8 +561,11 @@ impl Hub {
     fn take_from_memory(&self, next: u64, batch: &mut Vec<Arc<EventRecord>>) -> (bool, bool, u64) {
         let state = self.lock();
         let last = state.visible(self.store.is_some());
+        // A run cut off (its events could not be numbered) shows nothing more: a watcher that
+        // has all it was shown follows it no further.
+        let live = state.live && state.unnumbered.is_none();
         if next > last {
-            return (true, state.live, last);
+            return (true, live, last);
         }
         // A live watcher wants what was just published: found from the back, among the records
         // it is about to read (the front is older, and a cache miss per look).
@@ -503,14 +574,19 @@ impl Hub {
             None => {
                 let first = state.events.front().map_or(last + 1, |r| r.seq);
                 if next < first {
-                    return (false, state.live, state.last_seq);
+                    return (false, live, last);
                 }
                 first_at_or_after(&state.events, next)
             }
         };
         let page = state.events.range(start..).take_while(|r| r.seq <= last).take(READ_PAGE);
         batch.extend(page.cloned());
-        (true, state.live, last)
+        (true, live, last)
+    }
+
+    /// Whether the current run was cut off: its events could not be numbered.
+    fn is_cut(&self) -> bool {
+        self.lock().unnumbered.is_some()
     }
 
     fn first_in_memory(&self) -> Option<u64> {
@@ -587,10 +663,12 @@ impl Hub {
     /// The store has everything up to `seq`: trims memory to the retention window.
     fn persisted_up_to(&self, seq: u64) {
         let mut state = self.lock();
+        // Under `sync` (or behind a `sync` run's tail), what watchers may see grows with the
+        // store, not with the publishes.
+        let wake_watchers = self.store.is_some()
+            && (state.durability == Durability::Sync || state.persisted < state.sync_last);
         state.persisted = state.persisted.max(seq);
         state.failure = None;
-        // Under `sync`, what watchers may see grows with the store, not with the publishes.
-        let wake_watchers = self.store.is_some() && state.durability == Durability::Sync;
         while state.events.len() > RETAIN
             && state.events.front().is_some_and(|r| r.seq <= state.persisted)
         {
@@ -606,6 +684,30 @@ impl Hub {
             self.published.notify_waiters();
         }
         self.written.notify_waiters();
+    }
+}
+
+impl Hub {
+    /// Whether the store has this process's events from `first` on already (written by a
+    /// write whose answer was lost): the last seq up to `last` it has, when the events it has
+    /// there are this process's (the same seqs, of the same runs).
+    async fn kept(&self, store: &Arc<dyn SessionStore>, first: u64, last: u64) -> Option<u64> {
+        let count = usize::try_from(last - first + 1).unwrap_or(READ_PAGE).min(READ_PAGE);
+        let stored = store.read_events(&self.session_id, first - 1, count).await.ok()?;
+        if stored.first().map(|r| r.seq) != Some(first) {
+            return None;
+        }
+        let state = self.lock();
+        let start = first_at_or_after(&state.events, first);
+        let mut kept = None;
+        for record in stored.iter().take_while(|r| r.seq <= last) {
+            let mine = state.events.range(start..).find(|m| m.seq == record.seq)?;
+            if mine.run_id != record.run_id {
+                return None;
+            }
+            kept = Some(record.seq);
+        }
+        kept
     }
 }
 
@@ -675,6 +777,16 @@ async fn persister(hub: Arc<Hub>) {
                 last_write = Some(tokio::time::Instant::now());
                 hub.persisted_up_to(last);
             }
+            Err(error)
+                if !error.is_transient()
+                    && let Some(kept) = hub.kept(&store, first, last).await =>
+            {
+                // A write whose answer was lost (a connection cut after the commit) took
+                // effect: its retry is refused because the store has these events already.
+                tracing::warn!(session_id = %hub.session_id, %error, first, kept, "the store had these events already (an earlier write's answer was lost)");
+                backoff = PERSIST_EVERY;
+                hub.persisted_up_to(kept);
+            }
             Err(error) if !error.is_transient() => {
                 // Retrying would get the same answer forever (and keep this task and the
                 // events alive): these events, and the rest of this run's, stay in this
@@ -682,6 +794,7 @@ async fn persister(hub: Arc<Hub>) {
                 tracing::error!(session_id = %hub.session_id, %error, first, last, "the store refused these events for good; they are not retried");
                 // `unpersisted` skips the rest of the run from here on.
                 let mut state = hub.lock();
+                state.hole.get_or_insert(first);
                 state.refusal = Some(error.clone());
                 state.failure = Some(error);
                 drop(state);
