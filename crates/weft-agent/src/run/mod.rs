@@ -30,6 +30,8 @@ use crate::outcome::{Ending, FailureKind};
 use crate::session::SessionHandle;
 use crate::tool::ToolContext;
 
+mod boundary;
+
 /// A model call made in a node run of its own ([`Run::model_node`]).
 struct ModelNode {
     /// The run's state before the node.
@@ -189,55 +191,6 @@ impl Run {
             self.emitter.pace().await;
         };
         self.finish(status).await
-    }
-
-    /// Saves what the last step changed (a boundary: a model call or a batch of tools ended).
-    /// A store that refuses or fails stops the run: it is aborted, and the error reported.
-    async fn checkpoint(&mut self) {
-        let mut failure = if self.durability == Durability::Exit {
-            // Saved with the run's end (or suspension), checkpoints and all.
-            self.emitter.failure().map(ToString::to_string)
-        } else {
-            match self.session.save().await {
-                Err(error) => Some(error.to_string()),
-                Ok(()) => self.emitter.failure().map(ToString::to_string),
-            }
-        };
-        if self.durability != Durability::Exit
-            && let Err(error) = self.store_checkpoints().await
-        {
-            failure.get_or_insert(error.to_string());
-        }
-        if let Some(error) = failure {
-            tracing::error!(session_id = %self.session_id, %error, "the session store failed: the run stops");
-            self.ending.store_failed(&error);
-            self.cancel.cancel();
-        }
-    }
-
-    /// Stores the checkpoints taken since the last boundary (the session, with the run's state,
-    /// is saved: they may be); without a store they are dropped.
-    async fn store_checkpoints(&mut self) -> Result<(), weft_core::StoreError> {
-        let checkpoints = std::mem::take(&mut self.checkpoints);
-        let Some(store) = self.session.shared.store.clone() else { return Ok(()) };
-        let mut failure = Ok(());
-        for checkpoint in checkpoints {
-            if let Err(error) = store.put_checkpoint(checkpoint).await {
-                failure = failure.and(Err(error));
-            }
-        }
-        failure
-    }
-
-    /// Saves the run's resting state, trying again while the store fails transiently until
-    /// `until`, then the checkpoints not stored yet (under `exit`, all of the run's).
-    async fn save_end(&mut self, until: Instant) -> Result<(), weft_core::StoreError> {
-        self.session.save_retrying(until).await?;
-        if let Err(error) = self.store_checkpoints().await {
-            // The run's state is stored with the session: only the checkpoint history misses them.
-            tracing::warn!(session_id = %self.session_id, %error, "storing the run's checkpoints failed");
-        }
-        Ok(())
     }
 
     /// Records the end of the run: the session's resting state is saved before anything
@@ -450,47 +403,6 @@ impl Run {
     /// The run's state now ([`Machine::mode_state`]).
     fn mode_state(&self) -> serde_json::Value {
         Machine::mode_state(&self.session.lock().session)
-    }
-
-    /// After a node run: `values` (the run's state), `updates` (what the node changed: the
-    /// state's members that differ from `before`), and a checkpoint of it, persisted through the
-    /// store with the session at the next boundary.
-    fn after_node(&mut self, name: &str, node_id: &str, before: serde_json::Value) {
-        let (state, step) = {
-            let s = &self.session.lock().session;
-            (Machine::mode_state(s), s.step_count)
-        };
-        let mut changed = serde_json::Map::new();
-        if let serde_json::Value::Object(now) = &state {
-            for (key, value) in now {
-                if before.get(key) != Some(value) {
-                    changed.insert(key.clone(), value.clone());
-                }
-            }
-        }
-        self.last_state = Some(state.clone());
-        self.emitter.emit(AgentEvent::StateSnapshot { state: state.clone() });
-        self.emitter.emit(AgentEvent::StateUpdate {
-            name: name.to_string(),
-            state: serde_json::Value::Object(changed),
-        });
-        let checkpoint = weft_core::Checkpoint {
-            session_id: self.session_id.clone(),
-            namespace: self.machine.mode().name().to_string(),
-            id: node_id.to_string(),
-            parent_id: self.last_checkpoint.replace(node_id.to_string()),
-            at: now_ms(),
-            value: state.clone(),
-        };
-        self.emitter.emit(AgentEvent::Checkpoint(Box::new(weft_core::CheckpointTaken {
-            checkpoint_id: checkpoint.id.clone(),
-            thread_id: checkpoint.session_id.clone(),
-            checkpoint_ns: checkpoint.namespace.clone(),
-            step,
-            timestamp: checkpoint.at,
-            state,
-        })));
-        self.checkpoints.push(checkpoint);
     }
 
     /// One model call: streams its events, then hands the message to the machine.

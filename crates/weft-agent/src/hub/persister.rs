@@ -1,0 +1,105 @@
+//! The hub's persister: the task that writes what the hub publishes, in batches (group
+//! commit), and recognises a write whose answer was lost.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use weft_core::SessionStore;
+
+use super::{GATHER, GATHER_WITHIN, Hub, PERSIST_EVERY, READ_PAGE, first_at_or_after};
+
+/// Writes what the hub publishes, in batches, until the run has ended and all is stored.
+pub(super) async fn persister(hub: Arc<Hub>) {
+    let Some(store) = hub.store.clone() else { return };
+    let mut backoff = PERSIST_EVERY;
+    // When the last write ended.
+    let mut last_write: Option<tokio::time::Instant> = None;
+    loop {
+        let woken = hub.pending.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        let batch = hub.unpersisted();
+        if batch.is_empty() {
+            let done = {
+                let mut state = hub.lock();
+                if !state.live {
+                    state.persister = false;
+                }
+                !state.live
+            };
+            if done {
+                return;
+            }
+            woken.await;
+            // Writes close together (a run publishing faster than the store writes): gather
+            // what comes in the next moments into the same write. A paced stream (a model's
+            // tokens) is written as it comes, without a timer per event.
+            if last_write.is_some_and(|at| at.elapsed() < GATHER_WITHIN) {
+                tokio::time::sleep(GATHER).await;
+            }
+            continue;
+        }
+        let (first, last) = (batch[0].seq, batch[batch.len() - 1].seq);
+        match store.append_events(&hub.session_id, batch).await {
+            Ok(()) => {
+                backoff = PERSIST_EVERY;
+                last_write = Some(tokio::time::Instant::now());
+                hub.persisted_up_to(last);
+            }
+            Err(error)
+                if !error.is_transient()
+                    && let Some(kept) = hub.kept(&store, first, last).await =>
+            {
+                // A write whose answer was lost (a connection cut after the commit) took
+                // effect: its retry is refused because the store has these events already.
+                tracing::warn!(session_id = %hub.session_id, %error, first, kept, "the store had these events already (an earlier write's answer was lost)");
+                backoff = PERSIST_EVERY;
+                hub.persisted_up_to(kept);
+            }
+            Err(error) if !error.is_transient() => {
+                // Retrying would get the same answer forever (and keep this task and the
+                // events alive): these events, and the rest of this run's, stay in this
+                // process's memory only, and the run is told. A later run's are written.
+                tracing::error!(session_id = %hub.session_id, %error, first, last, "the store refused these events for good; they are not retried");
+                // `unpersisted` skips the rest of the run from here on.
+                let mut state = hub.lock();
+                state.hole.get_or_insert(first);
+                state.refusal = Some(error.clone());
+                state.failure = Some(error);
+                drop(state);
+                hub.written.notify_waiters();
+            }
+            Err(error) => {
+                tracing::error!(session_id = %hub.session_id, %error, "persisting events failed; retrying");
+                hub.lock().failure = Some(error);
+                hub.written.notify_waiters();
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+impl Hub {
+    /// Whether the store has this process's events from `first` on already (written by a
+    /// write whose answer was lost): the last seq up to `last` it has, when the events it has
+    /// there are this process's (the same seqs, of the same runs).
+    async fn kept(&self, store: &Arc<dyn SessionStore>, first: u64, last: u64) -> Option<u64> {
+        let count = usize::try_from(last - first + 1).unwrap_or(READ_PAGE).min(READ_PAGE);
+        let stored = store.read_events(&self.session_id, first - 1, count).await.ok()?;
+        if stored.first().map(|r| r.seq) != Some(first) {
+            return None;
+        }
+        let state = self.lock();
+        let start = first_at_or_after(&state.events, first);
+        let mut kept = None;
+        for record in stored.iter().take_while(|r| r.seq <= last) {
+            let mine = state.events.range(start..).find(|m| m.seq == record.seq)?;
+            if mine.run_id != record.run_id {
+                return None;
+            }
+            kept = Some(record.seq);
+        }
+        kept
+    }
+}
