@@ -501,7 +501,11 @@ impl Hub {
                     continue;
                 }
                 if !in_memory && next <= last && let Some(store) = &hub.store {
-                    // Trimmed from memory: read the store.
+                    // Trimmed from memory: read the store. Where memory starts is taken first:
+                    // what is below it and not in memory now is in the store, or never will be
+                    // (a reservation gap). Taken after the read, it could have moved past
+                    // events written meanwhile, which would then be skipped.
+                    let front = hub.first_in_memory();
                     match store.read_events(&hub.session_id, next - 1, READ_PAGE).await {
                         Ok(records) if !records.is_empty() => {
                             for record in records {
@@ -515,7 +519,7 @@ impl Hub {
                             }
                         }
                         // A gap (numbers reserved by a process that died): skip to memory.
-                        Ok(_) => next = hub.first_in_memory().unwrap_or(last + 1).max(next),
+                        Ok(_) => next = front.unwrap_or(last + 1).max(next),
                         Err(error) => {
                             tracing::warn!(session_id = %hub.session_id, %error, "reading events failed");
                             tokio::time::sleep(PERSIST_EVERY).await;

@@ -46,59 +46,82 @@ pub(super) async fn persister(hub: Arc<Hub>) {
                 last_write = Some(tokio::time::Instant::now());
                 hub.persisted_up_to(last);
             }
-            Err(error)
-                if !error.is_transient()
-                    && let Some(kept) = hub.kept(&store, first, last).await =>
-            {
-                // A write whose answer was lost (a connection cut after the commit) took
-                // effect: its retry is refused because the store has these events already.
-                tracing::warn!(session_id = %hub.session_id, %error, first, kept, "the store had these events already (an earlier write's answer was lost)");
-                backoff = PERSIST_EVERY;
-                hub.persisted_up_to(kept);
-            }
-            Err(error) if !error.is_transient() => {
-                // Retrying would get the same answer forever (and keep this task and the
-                // events alive): these events, and the rest of this run's, stay in this
-                // process's memory only, and the run is told. A later run's are written.
-                tracing::error!(session_id = %hub.session_id, %error, first, last, "the store refused these events for good; they are not retried");
-                // `unpersisted` skips the rest of the run from here on.
-                let mut state = hub.lock();
-                state.hole.get_or_insert(first);
-                state.refusal = Some(error.clone());
-                state.failure = Some(error);
-                drop(state);
-                hub.written.notify_waiters();
-            }
             Err(error) => {
-                tracing::error!(session_id = %hub.session_id, %error, "persisting events failed; retrying");
-                hub.lock().failure = Some(error);
-                hub.written.notify_waiters();
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(5));
+                // A refusal may be the retry of a write whose answer was lost: the store says.
+                let kept = if error.is_transient() {
+                    Kept::Unknown
+                } else {
+                    hub.kept(&store, first, last).await
+                };
+                match kept {
+                    Kept::Stored(kept) => {
+                        // A write whose answer was lost (a connection cut after the commit) took
+                        // effect: its retry is refused because the store has these events already.
+                        tracing::warn!(session_id = %hub.session_id, %error, first, kept, "the store had these events already (an earlier write's answer was lost)");
+                        backoff = PERSIST_EVERY;
+                        hub.persisted_up_to(kept);
+                    }
+                    Kept::No => {
+                        // Retrying would get the same answer forever (and keep this task and the
+                        // events alive): these events, and the rest of this run's, stay in this
+                        // process's memory only, and the run is told. A later run's are written.
+                        tracing::error!(session_id = %hub.session_id, %error, first, last, "the store refused these events for good; they are not retried");
+                        // `unpersisted` skips the rest of the run from here on.
+                        let mut state = hub.lock();
+                        state.hole.get_or_insert(first);
+                        state.refusal = Some(error.clone());
+                        state.failure = Some(error);
+                        drop(state);
+                        hub.written.notify_waiters();
+                    }
+                    Kept::Unknown => {
+                        tracing::error!(session_id = %hub.session_id, %error, "persisting events failed; retrying");
+                        hub.lock().failure = Some(error);
+                        hub.written.notify_waiters();
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_secs(5));
+                    }
+                }
             }
         }
     }
+}
+
+/// What the store has of a write that was refused.
+enum Kept {
+    /// This process's events, up to this seq: an earlier try took effect.
+    Stored(u64),
+    /// Not this process's events: a refusal.
+    No,
+    /// The store could not be read: try the write again.
+    Unknown,
 }
 
 impl Hub {
     /// Whether the store has this process's events from `first` on already (written by a
     /// write whose answer was lost): the last seq up to `last` it has, when the events it has
     /// there are this process's (the same seqs, of the same runs).
-    async fn kept(&self, store: &Arc<dyn SessionStore>, first: u64, last: u64) -> Option<u64> {
+    async fn kept(&self, store: &Arc<dyn SessionStore>, first: u64, last: u64) -> Kept {
         let count = usize::try_from(last - first + 1).unwrap_or(READ_PAGE).min(READ_PAGE);
-        let stored = store.read_events(&self.session_id, first - 1, count).await.ok()?;
+        let stored = match store.read_events(&self.session_id, first - 1, count).await {
+            Ok(stored) => stored,
+            // Not known: the write is tried again, as after a transient failure.
+            Err(error) if error.is_transient() => return Kept::Unknown,
+            // The session is gone, or the store refuses the read too: a refusal.
+            Err(_) => return Kept::No,
+        };
         if stored.first().map(|r| r.seq) != Some(first) {
-            return None;
+            return Kept::No;
         }
         let state = self.lock();
         let start = first_at_or_after(&state.events, first);
-        let mut kept = None;
+        let mut kept = Kept::No;
         for record in stored.iter().take_while(|r| r.seq <= last) {
-            let mine = state.events.range(start..).find(|m| m.seq == record.seq)?;
-            if mine.run_id != record.run_id {
-                return None;
+            let mine = state.events.range(start..).find(|m| m.seq == record.seq);
+            if mine.is_none_or(|mine| mine.run_id != record.run_id) {
+                return Kept::No;
             }
-            kept = Some(record.seq);
+            kept = Kept::Stored(record.seq);
         }
         kept
     }
