@@ -61,6 +61,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("weft-tools", &["weft-agent"]),
     ("weft-client", &["weft-llm", "weft-protocol", "weft-tool-api"]),
     ("weft-conformance", &["weft-agent", "weft-protocol"]),
+    ("weft-sim", &["weft-agent", "weft-store"]),
     ("weft-server", &["weft-agent", "weft-protocol", "weft-store", "weft-tools"]),
     ("weft-fuzz", &["weft-server"]),
     ("weft-cli", &["weft-client", "weft-server"]),

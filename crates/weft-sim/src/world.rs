@@ -1,0 +1,460 @@
+//! One seed's history: the lives of a process on one store, each with its workload, its faults
+//! and its crash, then a calm life that brings every session to rest.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures::StreamExt;
+use weft_agent::{Agent, Durability, ExecuteStream, RunOptions, SessionHandle, SessionOptions};
+use weft_core::{
+    AgentEvent, ApprovalDecision, Input, SessionStatus, SessionStore, ToolResultMessage,
+};
+use weft_store::MemoryStore;
+
+use crate::faults::{FaultCounts, FaultPlan, FaultStore};
+use crate::model;
+use crate::observed::Observed;
+
+/// The most sessions one history has.
+const MAX_SESSIONS: usize = 3;
+/// How long the calm life waits for a session's run to end after the last crash (simulated).
+const SETTLE: Duration = Duration::from_secs(60);
+
+/// What one seed's history did.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// The seed.
+    pub seed: u64,
+    /// Process lives, the calm last one included.
+    pub lives: u32,
+    /// Lives that ended (crashed) while their workload was still under way.
+    pub crashes_mid_work: u32,
+    /// Faults injected, by kind.
+    pub faults: FaultCounts,
+    /// Sessions.
+    pub sessions: usize,
+    /// Events the clients received.
+    pub events: u64,
+    /// Run results the clients received.
+    pub results: u64,
+}
+
+/// A seed whose history broke a promise.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// The seed.
+    pub seed: u64,
+    /// The life after which the promises were checked and found broken.
+    pub life: u32,
+    /// What was broken.
+    pub violations: Vec<String>,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "seed {} broke a promise (checked after life {}):", self.seed, self.life)?;
+        for violation in &self.violations {
+            writeln!(f, "  - {violation}")?;
+        }
+        write!(f, "replay: cargo run -p weft-sim --release -- --seed {}", self.seed)
+    }
+}
+
+type Shared = Arc<Mutex<Observed>>;
+
+fn lock(observed: &Shared) -> MutexGuard<'_, Observed> {
+    observed.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A process's runtime: one thread, simulated time.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap_or_else(|e| panic!("a runtime: {e}"))
+}
+
+/// Plays the history of `seed`.
+pub fn run_seed(seed: u64) -> Result<Summary, Failure> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let memory: Arc<dyn SessionStore> = Arc::new(MemoryStore::default());
+    let faults = FaultStore::new(Arc::clone(&memory), rng.u64(..));
+    let store: Arc<dyn SessionStore> = faults.clone();
+    let observed: Shared = Arc::default();
+    let rough = rng.u32(1..=4);
+    let mut summary = Summary { seed, lives: rough + 1, ..Summary::default() };
+    // Simulated time goes on across lives: a restart takes none, and a dead process's leases
+    // expire their ttl after its last renewal.
+    let mut clock = Clock::default();
+    for life in 0..rough {
+        faults.set_plan(FaultPlan::seeded(&mut rng));
+        let crash_at = Duration::from_millis(rng.u64(20..5000));
+        let life_seed = rng.u64(..);
+        let rt = runtime();
+        let crashed = rt.block_on(async {
+            clock.resume().await;
+            let agent = model::agent(Arc::clone(&store), life_seed);
+            let crashed = tokio::select! {
+                () = workload(agent, Arc::clone(&observed), life, life_seed) => false,
+                () = tokio::time::sleep(crash_at) => true,
+            };
+            clock.stop();
+            crashed
+        });
+        // The crash: every task of the life (runs, persisters, leases, the sweeper) dies
+        // wherever it is.
+        drop(rt);
+        summary.crashes_mid_work += u32::from(crashed);
+        check(&memory, &observed, seed, life)?;
+    }
+    faults.set_plan(FaultPlan::calm());
+    let rt = runtime();
+    let agent_seed = rng.u64(..);
+    rt.block_on(async {
+        clock.resume().await;
+        // Sessions whose process died after storing their run's end are held until the dead
+        // lease expires: their recovery is over once it has.
+        tokio::time::sleep(model::LEASE_TTL).await;
+        settle(model::agent(Arc::clone(&store), agent_seed), Arc::clone(&observed), rough).await;
+    });
+    drop(rt);
+    check(&memory, &observed, seed, rough)?;
+    let observed = lock(&observed);
+    summary.faults = faults.counts();
+    summary.sessions = observed.sessions.len();
+    summary.events = observed.events;
+    summary.results = observed.results;
+    Ok(summary)
+}
+
+/// Simulated time across runtimes: where the last life's clock stopped.
+#[derive(Default)]
+struct Clock {
+    stopped: Option<tokio::time::Instant>,
+}
+
+impl Clock {
+    /// Called in a new life's runtime: its clock goes on from where the last one stopped.
+    async fn resume(&self) {
+        let now = tokio::time::Instant::now();
+        if let Some(stopped) = self.stopped
+            && stopped > now
+        {
+            tokio::time::advance(stopped - now).await;
+        }
+    }
+
+    /// Called at the end of a life, in its runtime.
+    fn stop(&mut self) {
+        self.stopped = Some(tokio::time::Instant::now());
+    }
+}
+
+/// Checks the store (without faults) against what the clients were told.
+fn check(
+    memory: &Arc<dyn SessionStore>,
+    observed: &Shared,
+    seed: u64,
+    life: u32,
+) -> Result<(), Failure> {
+    let mut observed = lock(observed);
+    futures::executor::block_on(observed.check_store(memory, life));
+    if observed.violations.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure { seed, life, violations: std::mem::take(&mut observed.violations) })
+    }
+}
+
+/// What the clients of one life do, `steps` times: pick a session (or make one) and send it
+/// what its state calls for, or something it should refuse, or watch it, or abort it.
+async fn workload(agent: Agent, observed: Shared, life: u32, seed: u64) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut client = Client { agent, observed, life, tasks: Vec::new(), sent: HashMap::new() };
+    for _ in 0..rng.u32(3..24) {
+        if let Some(id) = client.pick(&mut rng).await {
+            client.step(&id, &mut rng).await;
+        }
+        tokio::time::sleep(Duration::from_millis(rng.u64(0..500))).await;
+    }
+    for task in std::mem::take(&mut client.tasks) {
+        let _ = tokio::time::timeout(Duration::from_secs(30), task).await;
+    }
+}
+
+struct Client {
+    agent: Agent,
+    observed: Shared,
+    life: u32,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The last answers sent to each session (sent again, late, sometimes).
+    sent: HashMap<String, Input>,
+}
+
+impl Client {
+    /// A session to act on: a new one, or one of those made so far.
+    async fn pick(&mut self, rng: &mut fastrand::Rng) -> Option<String> {
+        let known = lock(&self.observed).sessions.clone();
+        if known.is_empty() || (known.len() < MAX_SESSIONS && rng.u8(..4) == 0) {
+            let mode = model::mode(rng);
+            let react = mode.is_react();
+            let options = SessionOptions {
+                tools: vec![model::read_page()],
+                mode: Some(mode),
+                ..SessionOptions::default()
+            };
+            let handle = self.agent.create_session(options).await.ok()?;
+            let mut observed = lock(&self.observed);
+            observed.sessions.push(handle.id());
+            if react {
+                observed.react.insert(handle.id());
+            }
+            return Some(handle.id());
+        }
+        Some(known[rng.usize(..known.len())].clone())
+    }
+
+    async fn step(&mut self, id: &str, rng: &mut fastrand::Rng) {
+        let Ok(Some(handle)) = self.agent.session(id).await else { return };
+        let durability = Durability::ALL[rng.usize(..Durability::ALL.len())];
+        if rng.u8(..6) == 0
+            && let Some(again) = self.sent.get(id).cloned()
+        {
+            // An answer sent again, late: refused, or taken if the first never arrived.
+            self.execute(&handle, again, durability).await;
+            return;
+        }
+        let input = match handle.status() {
+            SessionStatus::AwaitingApproval => decide(&handle, rng),
+            SessionStatus::AwaitingToolExecution => match answer(&handle, rng) {
+                Some(input) => input,
+                // The answer never comes (this time).
+                None => return,
+            },
+            SessionStatus::Running => match rng.u8(..5) {
+                0 | 1 => return self.watch(&handle, rng),
+                2 => {
+                    handle.abort().await;
+                    return;
+                }
+                _ => Input::text("and another thing"),
+            },
+            _ => {
+                if rng.u8(..6) == 0 {
+                    self.watch(&handle, rng);
+                }
+                Input::text(format!("question {}", rng.u32(..1000)))
+            }
+        };
+        if !matches!(input, Input::User(_)) {
+            self.sent.insert(id.to_string(), input.clone());
+        }
+        self.execute(&handle, input, durability).await;
+    }
+
+    async fn execute(&mut self, handle: &SessionHandle, input: Input, durability: Durability) {
+        let options = RunOptions::default().durability(durability);
+        // A refused input changes nothing: what it would have broken, the checks would see.
+        if let Ok(stream) = self.agent.execute_with(handle, input, options).await {
+            let (observed, life) = (Arc::clone(&self.observed), self.life);
+            self.tasks.push(tokio::spawn(consume(stream, observed, life, durability)));
+        }
+    }
+
+    /// A watcher resuming after a random seq of the session's log.
+    fn watch(&mut self, handle: &SessionHandle, rng: &mut fastrand::Rng) {
+        let after = rng.u64(..=handle.last_seq());
+        let events = handle.subscribe(after);
+        let (observed, life, id) = (Arc::clone(&self.observed), self.life, handle.id());
+        self.tasks.push(tokio::spawn(async move {
+            let mut events = std::pin::pin!(events);
+            let mut seqs = Vec::new();
+            let read = async {
+                while let Some(record) = events.next().await {
+                    lock(&observed).event(life, &record, None);
+                    seqs.push(record.seq);
+                }
+            };
+            let _ = tokio::time::timeout(Duration::from_secs(60), read).await;
+            lock(&observed).watch(life, &id, after, &seqs);
+        }));
+    }
+}
+
+/// Approval decisions for the session's pending approvals: each granted or denied; now and
+/// then one for a call that does not exist, or the same call twice.
+fn decide(handle: &SessionHandle, rng: &mut fastrand::Rng) -> Input {
+    let mut approvals: Vec<ApprovalDecision> = handle
+        .pending_approvals()
+        .iter()
+        .map(|call| ApprovalDecision {
+            tool_call_id: call.id.clone(),
+            approved: rng.bool(),
+            reason: None,
+        })
+        .collect();
+    match rng.u8(..10) {
+        0 => approvals.push(ApprovalDecision {
+            tool_call_id: "no-such-call".into(),
+            approved: true,
+            reason: None,
+        }),
+        1 => {
+            if let Some(first) = approvals.first().cloned() {
+                approvals.push(first);
+            }
+        }
+        _ => {}
+    }
+    Input::Approvals { approvals }
+}
+
+/// Results for some of the session's pending remote calls (`None`: none of them this time);
+/// now and then one for a call that does not exist, or the same call twice.
+fn answer(handle: &SessionHandle, rng: &mut fastrand::Rng) -> Option<Input> {
+    let mut results = Vec::new();
+    for call in handle.pending_tool_calls() {
+        if rng.u8(..5) != 0 {
+            let page = format!("<h1>page {}</h1>", rng.u32(..100));
+            results.push(ToolResultMessage::ok(&call, page));
+        }
+    }
+    match rng.u8(..10) {
+        0 => {
+            let call = weft_core::ToolCall {
+                id: "no-such-call".into(),
+                name: "read_page".into(),
+                arguments: Arc::new(serde_json::json!({})),
+            };
+            results.push(ToolResultMessage::ok(&call, "stray"));
+        }
+        1 => {
+            if let Some(first) = results.first().cloned() {
+                results.push(first);
+            }
+        }
+        _ => {}
+    }
+    (!results.is_empty()).then_some(Input::ToolResults(results))
+}
+
+/// Reads a run's stream to its end, as its client: every event, in order, then the result.
+async fn consume(stream: ExecuteStream, observed: Shared, life: u32, durability: Durability) {
+    let mut records = stream.records();
+    let mut last = 0;
+    let mut end = None;
+    let mut first = true;
+    while let Some(record) = records.next().await {
+        if first && std::env::var_os("WEFT_SIM_LOG").is_some() {
+            // Which run a client's stream follows, for reading a replay's log.
+            eprintln!(
+                "weft-sim: a {durability} stream of session {} follows run {} from seq {}",
+                record.session_id, record.run_id, record.seq
+            );
+        }
+        first = false;
+        let mut observed = lock(&observed);
+        if record.seq <= last {
+            observed.broken(format!(
+                "session {}: a stream gave seq {} after {last}",
+                record.session_id, record.seq
+            ));
+        }
+        if end.is_some() {
+            observed.broken(format!(
+                "session {}: a stream gave seq {} after its run's end",
+                record.session_id, record.seq
+            ));
+        }
+        last = record.seq;
+        observed.event(life, &record, Some(durability));
+        if matches!(record.event, AgentEvent::SessionEnd { .. }) {
+            end = Some(record);
+        }
+    }
+    let result = records.result().await;
+    lock(&observed).result(life, &result, end.as_deref());
+}
+
+/// The calm life: no faults, no crash. Every session's run must come to rest once the dead
+/// runs' leases expire, every pending call and approval must be answerable, and every session
+/// must take a new message and run it to its end.
+async fn settle(agent: Agent, observed: Shared, life: u32) {
+    let ids = lock(&observed).sessions.clone();
+    for id in ids {
+        let Some(handle) = resting(&agent, &id).await else {
+            lock(&observed)
+                .broken(format!("session {id} is still running {SETTLE:?} after the last crash"));
+            continue;
+        };
+        let mut asked = false;
+        for _ in 0..16 {
+            let input = match handle.status() {
+                SessionStatus::AwaitingApproval => Input::Approvals {
+                    approvals: handle
+                        .pending_approvals()
+                        .iter()
+                        .map(|c| ApprovalDecision {
+                            tool_call_id: c.id.clone(),
+                            approved: true,
+                            reason: None,
+                        })
+                        .collect(),
+                },
+                SessionStatus::AwaitingToolExecution => Input::ToolResults(
+                    handle
+                        .pending_tool_calls()
+                        .iter()
+                        .map(|c| ToolResultMessage::ok(c, "done"))
+                        .collect(),
+                ),
+                SessionStatus::Running => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+                _ if !asked => {
+                    asked = true;
+                    Input::text("one more thing")
+                }
+                _ => break,
+            };
+            match agent.execute(&handle, input).await {
+                Ok(stream) => consume(stream, Arc::clone(&observed), life, Durability::Async).await,
+                Err(error) => {
+                    let stored = match agent.store() {
+                        Some(store) => store.head(&id).await.ok().flatten().map(|h| h.status),
+                        None => None,
+                    };
+                    lock(&observed).broken(format!(
+                        "session {id}: a calm input was refused: {error} (the handle says {:?}, recovering: {}; the store {stored:?})",
+                        handle.status(),
+                        handle.is_recovering()
+                    ));
+                    break;
+                }
+            }
+        }
+        let status = handle.status();
+        if !asked || status == SessionStatus::Running || status.is_suspended() {
+            lock(&observed).broken(format!(
+                "session {id} was not brought to rest with a new message (status {status:?})"
+            ));
+        }
+    }
+}
+
+/// The session once its run (if any) has ended or been recovered to its end.
+async fn resting(agent: &Agent, id: &str) -> Option<SessionHandle> {
+    let step = Duration::from_millis(100);
+    for _ in 0..SETTLE.as_millis() / step.as_millis() {
+        if let Ok(Some(handle)) = agent.session(id).await
+            && handle.status() != SessionStatus::Running
+        {
+            return Some(handle);
+        }
+        tokio::time::sleep(step).await;
+    }
+    None
+}
