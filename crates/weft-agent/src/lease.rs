@@ -217,6 +217,9 @@ impl Keeper {
     fn add(store: &Arc<dyn SessionStore>, entry: Entry) -> (Arc<Keeper>, u64) {
         // Under the registry's lock: the keeper cannot leave it before the entry is in.
         let mut keepers = keepers();
+        // Keepers whose runtime was dropped hold their store (and every session it keeps) for
+        // as long as they are here: they go as soon as another lease is kept.
+        keepers.retain(|_, keeper| keeper.is_alive());
         let key = store_key(store);
         let keeper = match keepers.get(&key) {
             Some(keeper) if keeper.is_alive() => Arc::clone(keeper),
