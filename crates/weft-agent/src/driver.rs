@@ -591,13 +591,14 @@ impl Driver {
         let hub = session.hub();
         hub.start_run(durability);
         let after_seq = hub.last_seq();
-        let events = hub.subscribe(after_seq, true);
+        let run_id_shared: Arc<str> = Arc::from(run_id.as_str());
+        let events = hub.subscribe(after_seq, true, Some(Arc::clone(&run_id_shared)));
         let (result_tx, result_rx) = tokio::sync::oneshot::channel();
         let mut run = Run::new(
             self.inner.clone(),
             session.clone(),
             machine,
-            Emitter::new(hub, &run_id),
+            Emitter::new(hub, run_id_shared),
             cancel.clone(),
             start_len,
         );

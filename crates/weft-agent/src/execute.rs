@@ -290,10 +290,10 @@ pub(crate) struct Emitter {
 }
 
 impl Emitter {
-    pub(crate) fn new(hub: Arc<Hub>, run_id: &str) -> Self {
+    pub(crate) fn new(hub: Arc<Hub>, run_id: Arc<str>) -> Self {
         Self {
             hub,
-            run_id: Arc::from(run_id),
+            run_id,
             // Grown as needed: a run paced by its model publishes one or two events at a time,
             // and every running session holds this buffer (a whole batch is ~50 KiB).
             buf: Vec::new(),

@@ -334,7 +334,7 @@ impl SessionHandle {
     ) -> impl Stream<Item = Arc<EventRecord>> + Send + 'static {
         // The stream owns the log it reads (the session may move on to a fresh one): the hub's
         // own stream, not a second one wrapped around it (each event would pass two generators).
-        self.hub().subscribe(after_seq, true)
+        self.hub().subscribe(after_seq, true, None)
     }
 
     /// The sequence number of the session's last event.

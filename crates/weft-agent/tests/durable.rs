@@ -751,3 +751,44 @@ async fn after_a_refused_run_the_next_run_is_stored_whole() {
     assert_eq!(text, prose(400));
     assert_strictly_increasing(&seqs);
 }
+
+/// A run's stream is that run's: a run cut off by a refusal (its end never shown), whose stream
+/// is read only after the session's next run has ended, streams none of the next run's events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_runs_stream_read_late_holds_nothing_of_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let spy = Arc::new(common::Spy::new(sqlite(&dir).await));
+    let provider = Recording::new([
+        FauxTurn::text(prose(400)).with_chunk_size(8).with_delay_ms(1),
+        FauxTurn::text(prose(400)).with_chunk_size(8).with_delay_ms(1),
+    ]);
+    let agent = Agent::builder(provider).store(spy.clone()).build().unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
+
+    spy.refuse_appends.store(1, std::sync::atomic::Ordering::SeqCst);
+    let mut first = agent.execute(&session, Input::text("one")).await.unwrap().records();
+    // Nobody reads the first run's stream until the second run has ended.
+    let second = loop {
+        match agent.execute(&session, Input::text("two")).await {
+            Ok(stream) => break stream.result().await,
+            Err(ExecuteError::AlreadyRunning(_)) => {
+                tokio::time::sleep(Duration::from_millis(5)).await
+            }
+            Err(error) => panic!("the second run did not start: {error}"),
+        }
+    };
+    assert_eq!(second.status, SessionStatus::Completed, "{:?}", second.error);
+
+    let mut runs = std::collections::BTreeSet::new();
+    while let Some(record) = first.next().await {
+        runs.insert(record.run_id.to_string());
+    }
+    let result = first.result().await;
+    assert!(!result.outcome.is_durable(), "{result:?}");
+    // The store has only the second run's events.
+    let stored = spy.inner.read_events(&session.id(), 0, 100_000).await.unwrap();
+    let next_run = stored.last().map(|r| r.run_id.to_string()).unwrap();
+    assert!(!runs.contains(&next_run), "the first run's stream holds the next run's events");
+    // What memory still held of the first run, if anything (its events were never stored).
+    assert!(runs.len() <= 1, "{runs:?}");
+}

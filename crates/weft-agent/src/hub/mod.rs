@@ -469,12 +469,20 @@ impl Hub {
     /// The events with seq above `after_seq`: stored ones, then live ones as they come. With
     /// `follow_run`, the stream ends after the run under way (or the last one) has ended:
     /// after a `session_end`, or at once when no run is under way and nothing newer exists.
+    /// With `only`, it is that run's stream: it also ends where another run's events begin (the
+    /// run was cut off before its end, and the session has moved on).
     pub(crate) fn subscribe(
         self: &Arc<Self>,
         after_seq: u64,
         follow_run: bool,
+        only: Option<Arc<str>>,
     ) -> impl Stream<Item = Arc<EventRecord>> + Send + use<> {
         let hub = Arc::clone(self);
+        // The run's own records share its id's allocation: one pointer compared per record.
+        let foreign = move |record: &EventRecord| {
+            only.as_ref()
+                .is_some_and(|run| !Arc::ptr_eq(run, &record.run_id) && **run != *record.run_id)
+        };
         async_stream::stream! {
             let mut next = after_seq + 1;
             // One batch buffer for the stream's life, not one per wake-up.
@@ -488,6 +496,9 @@ impl Hub {
                 if !batch.is_empty() {
                     let mut ended = false;
                     for record in batch.drain(..) {
+                        if foreign(&record) {
+                            return;
+                        }
                         next = record.seq + 1;
                         ended = follow_run && matches!(record.event, AgentEvent::SessionEnd { .. });
                         yield record;
@@ -509,6 +520,9 @@ impl Hub {
                     match store.read_events(&hub.session_id, next - 1, READ_PAGE).await {
                         Ok(records) if !records.is_empty() => {
                             for record in records {
+                                if foreign(&record) {
+                                    return;
+                                }
                                 let ended = follow_run
                                     && matches!(record.event, AgentEvent::SessionEnd { .. });
                                 next = record.seq + 1;
@@ -545,6 +559,9 @@ impl Hub {
                 match hub.remote_tail(next).await {
                     RemoteTail::Events(records) => {
                         for record in records {
+                            if foreign(&record) {
+                                return;
+                            }
                             let ended =
                                 follow_run && matches!(record.event, AgentEvent::SessionEnd { .. });
                             next = record.seq + 1;
