@@ -469,8 +469,10 @@ impl Hub {
     /// The events with seq above `after_seq`: stored ones, then live ones as they come. With
     /// `follow_run`, the stream ends after the run under way (or the last one) has ended:
     /// after a `session_end`, or at once when no run is under way and nothing newer exists.
-    /// With `only`, it is that run's stream: it also ends where another run's events begin (the
-    /// run was cut off before its end, and the session has moved on).
+    /// With `only`, it is that run's stream: another run's events before the run's first (a dead
+    /// run's tail, stored after the head this process read) are skipped, and it ends where
+    /// another run's events follow the run's own (the run was cut off before its end, and the
+    /// session has moved on).
     pub(crate) fn subscribe(
         self: &Arc<Self>,
         after_seq: u64,
@@ -478,13 +480,15 @@ impl Hub {
         only: Option<Arc<str>>,
     ) -> impl Stream<Item = Arc<EventRecord>> + Send + use<> {
         let hub = Arc::clone(self);
-        // The run's own records share its id's allocation: one pointer compared per record.
-        let foreign = move |record: &EventRecord| {
-            only.as_ref()
-                .is_some_and(|run| !Arc::ptr_eq(run, &record.run_id) && **run != *record.run_id)
+        // Whether a record is the run's (`None`: any run's is). The run's own records share its
+        // id's allocation: one pointer compared per record.
+        let own = move |record: &EventRecord| {
+            only.as_ref().map(|run| Arc::ptr_eq(run, &record.run_id) || **run == *record.run_id)
         };
         async_stream::stream! {
             let mut next = after_seq + 1;
+            // The run's own first event was streamed (with `only`).
+            let mut started = false;
             // One batch buffer for the stream's life, not one per wake-up.
             let mut batch = Vec::new();
             loop {
@@ -496,8 +500,14 @@ impl Hub {
                 if !batch.is_empty() {
                     let mut ended = false;
                     for record in batch.drain(..) {
-                        if foreign(&record) {
-                            return;
+                        match own(&record) {
+                            Some(false) if started => return,
+                            Some(false) => {
+                                next = record.seq + 1;
+                                continue;
+                            }
+                            Some(true) => started = true,
+                            None => {}
                         }
                         next = record.seq + 1;
                         ended = follow_run && matches!(record.event, AgentEvent::SessionEnd { .. });
@@ -520,8 +530,14 @@ impl Hub {
                     match store.read_events(&hub.session_id, next - 1, READ_PAGE).await {
                         Ok(records) if !records.is_empty() => {
                             for record in records {
-                                if foreign(&record) {
-                                    return;
+                                match own(&record) {
+                                    Some(false) if started => return,
+                                    Some(false) => {
+                                        next = record.seq + 1;
+                                        continue;
+                                    }
+                                    Some(true) => started = true,
+                                    None => {}
                                 }
                                 let ended = follow_run
                                     && matches!(record.event, AgentEvent::SessionEnd { .. });
@@ -559,8 +575,14 @@ impl Hub {
                 match hub.remote_tail(next).await {
                     RemoteTail::Events(records) => {
                         for record in records {
-                            if foreign(&record) {
-                                return;
+                            match own(&record) {
+                                Some(false) if started => return,
+                                Some(false) => {
+                                    next = record.seq + 1;
+                                    continue;
+                                }
+                                Some(true) => started = true,
+                                None => {}
                             }
                             let ended =
                                 follow_run && matches!(record.event, AgentEvent::SessionEnd { .. });
