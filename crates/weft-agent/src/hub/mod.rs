@@ -29,16 +29,15 @@
 //! The hub's lock guards short synchronous updates only, never an await.
 
 mod persister;
+mod watch;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use futures::Stream;
 use tokio::sync::Notify;
 use weft_core::{
-    AgentEvent, Durability, EventRecord, MessageSpan, SessionStatus, SessionStore, StoreError,
-    now_ms,
+    AgentEvent, Durability, EventRecord, MessageSpan, SessionStore, StoreError, now_ms,
 };
 
 /// How many sequence numbers the first reservation of a hub takes; each next one takes twice as
@@ -466,224 +465,6 @@ impl Hub {
         }
     }
 
-    /// The events with seq above `after_seq`: stored ones, then live ones as they come. With
-    /// `follow_run`, the stream ends after the run under way (or the last one) has ended:
-    /// after a `session_end`, or at once when no run is under way and nothing newer exists.
-    /// With `only`, it is that run's stream: another run's events before the run's first (a dead
-    /// run's tail, stored after the head this process read) are skipped, and it ends where
-    /// another run's events follow the run's own (the run was cut off before its end, and the
-    /// session has moved on).
-    pub(crate) fn subscribe(
-        self: &Arc<Self>,
-        after_seq: u64,
-        follow_run: bool,
-        only: Option<Arc<str>>,
-    ) -> impl Stream<Item = Arc<EventRecord>> + Send + use<> {
-        let hub = Arc::clone(self);
-        // Whether a record is the run's (`None`: any run's is). The run's own records share its
-        // id's allocation: one pointer compared per record.
-        let own = move |record: &EventRecord| {
-            only.as_ref().map(|run| Arc::ptr_eq(run, &record.run_id) || **run == *record.run_id)
-        };
-        async_stream::stream! {
-            let mut next = after_seq + 1;
-            // The run's own first event was streamed (with `only`).
-            let mut started = false;
-            // One batch buffer for the stream's life, not one per wake-up.
-            let mut batch = Vec::new();
-            loop {
-                // Registered before looking, so a publish after the look wakes us.
-                let published = hub.published.notified();
-                tokio::pin!(published);
-                published.as_mut().enable();
-                let (in_memory, live, last) = hub.take_from_memory(next, &mut batch);
-                if !batch.is_empty() {
-                    let mut ended = false;
-                    for record in batch.drain(..) {
-                        match own(&record) {
-                            Some(false) if started => return,
-                            Some(false) => {
-                                next = record.seq + 1;
-                                continue;
-                            }
-                            Some(true) => started = true,
-                            None => {}
-                        }
-                        next = record.seq + 1;
-                        ended = follow_run && matches!(record.event, AgentEvent::SessionEnd { .. });
-                        yield record;
-                        if ended {
-                            break;
-                        }
-                    }
-                    if ended {
-                        return;
-                    }
-                    continue;
-                }
-                if !in_memory && next <= last && let Some(store) = &hub.store {
-                    // Trimmed from memory: read the store. Where memory starts is taken first:
-                    // what is below it and not in memory now is in the store, or never will be
-                    // (a reservation gap). Taken after the read, it could have moved past
-                    // events written meanwhile, which would then be skipped.
-                    let front = hub.first_in_memory();
-                    match store.read_events(&hub.session_id, next - 1, READ_PAGE).await {
-                        Ok(records) if !records.is_empty() => {
-                            for record in records {
-                                match own(&record) {
-                                    Some(false) if started => return,
-                                    Some(false) => {
-                                        next = record.seq + 1;
-                                        continue;
-                                    }
-                                    Some(true) => started = true,
-                                    None => {}
-                                }
-                                let ended = follow_run
-                                    && matches!(record.event, AgentEvent::SessionEnd { .. });
-                                next = record.seq + 1;
-                                yield record;
-                                if ended {
-                                    return;
-                                }
-                            }
-                        }
-                        // A gap (numbers reserved by a process that died): skip to memory.
-                        Ok(_) => next = front.unwrap_or(last + 1).max(next),
-                        Err(error) => {
-                            tracing::warn!(session_id = %hub.session_id, %error, "reading events failed");
-                            tokio::time::sleep(PERSIST_EVERY).await;
-                        }
-                    }
-                    continue;
-                }
-                if !in_memory && next <= last {
-                    // No store, and memory no longer has `next` (an earlier run's): what there
-                    // is starts at the current run.
-                    next = hub.first_in_memory().unwrap_or(last + 1).max(next);
-                    continue;
-                }
-                if live {
-                    published.await;
-                    continue;
-                }
-                if hub.is_cut() {
-                    // The run shows nothing more (its events could not be numbered).
-                    return;
-                }
-                // No run of this process is under way: another process may be running one.
-                match hub.remote_tail(next).await {
-                    RemoteTail::Events(records) => {
-                        for record in records {
-                            match own(&record) {
-                                Some(false) if started => return,
-                                Some(false) => {
-                                    next = record.seq + 1;
-                                    continue;
-                                }
-                                Some(true) => started = true,
-                                None => {}
-                            }
-                            let ended =
-                                follow_run && matches!(record.event, AgentEvent::SessionEnd { .. });
-                            next = record.seq + 1;
-                            yield record;
-                            if ended {
-                                return;
-                            }
-                        }
-                    }
-                    RemoteTail::Wait => {}
-                    RemoteTail::End => return,
-                }
-            }
-        }
-    }
-
-    /// Up to a page of events from `next` on, if memory still has `next`; whether it has;
-    /// whether a run is live here; the last seq
-    /// (into `batch`, which is empty when called).
-    fn take_from_memory(&self, next: u64, batch: &mut Vec<Arc<EventRecord>>) -> (bool, bool, u64) {
-        let state = self.lock();
-        let last = state.visible(self.store.is_some());
-        // A run cut off (its events could not be numbered) shows nothing more: a watcher that
-        // has all it was shown follows it no further.
-        let live = state.live && state.unnumbered.is_none();
-        if next > last {
-            return (true, live, last);
-        }
-        // A live watcher wants what was just published: found from the back, among the records
-        // it is about to read (the front is older, and a cache miss per look).
-        let start = match last_at_or_after(&state.events, next) {
-            Some(start) => start,
-            None => {
-                let first = state.events.front().map_or(last + 1, |r| r.seq);
-                if next < first {
-                    return (false, live, last);
-                }
-                first_at_or_after(&state.events, next)
-            }
-        };
-        let page = state.events.range(start..).take_while(|r| r.seq <= last).take(READ_PAGE);
-        batch.extend(page.cloned());
-        (true, live, last)
-    }
-
-    /// Whether the current run was cut off: its events could not be numbered.
-    fn is_cut(&self) -> bool {
-        self.lock().unnumbered.is_some()
-    }
-
-    fn first_in_memory(&self) -> Option<u64> {
-        self.lock().events.front().map(|r| r.seq)
-    }
-
-    /// Events of a run another process may be executing: what the store has after `next - 1`,
-    /// or a wait for more, or the end when the session is not running.
-    async fn remote_tail(&self, next: u64) -> RemoteTail {
-        let Some(store) = &self.store else { return RemoteTail::End };
-        match store.read_events(&self.session_id, next - 1, READ_PAGE).await {
-            Ok(records) if !records.is_empty() => return RemoteTail::Events(records),
-            Ok(_) => {}
-            Err(error) => {
-                tracing::warn!(session_id = %self.session_id, %error, "reading events failed");
-                tokio::time::sleep(PERSIST_EVERY).await;
-                return RemoteTail::Wait;
-            }
-        }
-        // A run's resting state is saved before its closing events (`session_end`) are written:
-        // a head that ended moments ago may still have them on the way.
-        let wait = match store.head(&self.session_id).await {
-            Ok(Some(head)) if head.status == SessionStatus::Running => REMOTE_WAIT,
-            Ok(Some(head)) if now_ms().saturating_sub(head.updated_at) < CLOSING_GRACE_MS => {
-                if self.ends_at(store, next - 1).await {
-                    return RemoteTail::End;
-                }
-                PERSIST_EVERY
-            }
-            Ok(_) => return RemoteTail::End,
-            Err(_) => REMOTE_WAIT,
-        };
-        match store.wait_events(&self.session_id, next - 1, wait).await {
-            Ok(_) => RemoteTail::Wait,
-            Err(_) => {
-                tokio::time::sleep(PERSIST_EVERY).await;
-                RemoteTail::Wait
-            }
-        }
-    }
-
-    /// Whether the stored event numbered `seq` closes a run.
-    async fn ends_at(&self, store: &Arc<dyn SessionStore>, seq: u64) -> bool {
-        let Some(before) = seq.checked_sub(1) else { return false };
-        match store.read_events(&self.session_id, before, 1).await {
-            Ok(records) => records
-                .first()
-                .is_some_and(|r| r.seq == seq && matches!(r.event, AgentEvent::SessionEnd { .. })),
-            Err(_) => false,
-        }
-    }
-
     /// The events not yet persisted.
     fn unpersisted(&self) -> Vec<Arc<EventRecord>> {
         let mut state = self.lock();
@@ -752,10 +533,4 @@ fn last_at_or_after(events: &VecDeque<Arc<EventRecord>>, seq: u64) -> Option<usi
     let from_back = usize::try_from(back.seq.checked_sub(seq)?).ok()?;
     let i = events.len().checked_sub(1 + from_back)?;
     (events.get(i)?.seq == seq).then_some(i)
-}
-
-enum RemoteTail {
-    Events(Vec<Arc<EventRecord>>),
-    Wait,
-    End,
 }
