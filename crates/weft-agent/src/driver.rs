@@ -525,7 +525,7 @@ impl Driver {
     async fn claim(
         &self,
         session: &SessionHandle,
-        commit: weft_core::Commit,
+        mut commit: weft_core::Commit,
         before: Option<Session>,
         session_id: String,
     ) -> Result<Option<Lease>, Refusal> {
@@ -537,6 +537,9 @@ impl Driver {
         let refused =
             match Lease::acquire(store, &session_id, &self.inner.holder, config.lease_ttl).await {
                 Ok(Some(held)) => {
+                    // The start and every later commit of the run are fenced by its lease.
+                    commit.lease = Some(held.holder().to_string());
+                    session.lock().fence = Some(Arc::clone(held.holder()));
                     lease = Some(held);
                     None
                 }
@@ -558,6 +561,7 @@ impl Driver {
         };
         if let Some(error) = refused {
             if let Some(lease) = lease.take() {
+                session.lock().fence = None;
                 lease.release().await;
             }
             // The session changed elsewhere, or the store failed: nothing starts, and what
@@ -674,6 +678,7 @@ impl Driver {
                 }
                 state.run = Some(cancel.clone());
                 state.recovering = true;
+                state.fence = Some(Arc::clone(lease.holder()));
                 let durability = settings.durability;
                 Some((machine, first, start_len, run_id, state_before, recovers, durability))
             }

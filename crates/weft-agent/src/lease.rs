@@ -74,6 +74,11 @@ impl Lease {
         }
     }
 
+    /// Who holds it: this acquisition's own name, the fencing token of the run's commits.
+    pub(crate) fn holder(&self) -> &Arc<str> {
+        &self.holder
+    }
+
     /// Renews the lease every third of its ttl until released; cancels `run` if the lease is
     /// lost (taken over after it expired, or the store unreachable until it did).
     pub(crate) fn keep(&self, run: CancellationToken) {

@@ -34,6 +34,10 @@ pub(crate) struct State {
     pub(crate) recovering: bool,
     /// How many of the session's messages the store has.
     pub(crate) committed_messages: usize,
+    /// The holder of the lease the run under way holds, while it holds it: the fencing token
+    /// of every commit made meanwhile ([`Commit::lease`]), which the store refuses once
+    /// another process took the run over.
+    pub(crate) fence: Option<std::sync::Arc<str>>,
 }
 
 impl State {
@@ -53,6 +57,7 @@ impl State {
                 None => RunChange::Clear,
             },
             events: Vec::new(),
+            lease: self.fence.as_deref().map(str::to_owned),
         }
     }
 
@@ -98,6 +103,7 @@ impl Shared {
                 stale: false,
                 recovering: false,
                 committed_messages,
+                fence: None,
             }),
             agent,
             remote,

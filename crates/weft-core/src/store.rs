@@ -139,6 +139,16 @@ pub struct Commit {
     /// not copied: the same records are what live watchers hold.
     #[serde(default)]
     pub events: Vec<Arc<EventRecord>>,
+    /// The lease holder this commit is made under (a run's: every acquisition of a lease is a
+    /// holder of its own, never reused), its fencing token: the store takes the commit only
+    /// while the session's lease is this holder's (expired or not, as long as nobody took it
+    /// since), in the same transaction as its writes, and refuses it with
+    /// [`StoreError::LeaseLost`] once another holder has taken the lease or it was given back
+    /// (checked before the version: a replica fenced off is told so, not that it conflicts).
+    /// A replica that stalled past its lease's expiry can no longer change a session another
+    /// replica runs. `None`: no lease is checked (a change made outside any run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<String>,
 }
 
 /// A saved state of a run, by (session, namespace, id).
@@ -217,6 +227,15 @@ pub enum StoreError {
         /// database's error code).
         source: Option<BackendSource>,
     },
+    /// A commit made under a lease that is no longer its holder's ([`Commit::lease`]): another
+    /// holder took the session's run over (the lease had expired), or the lease was given
+    /// back. Nothing was written; not transient.
+    LeaseLost {
+        /// The session.
+        session_id: String,
+        /// The holder the commit was made under.
+        holder: String,
+    },
     /// The store can no longer be used by this process: its writer has stopped (the task that
     /// owns the only writing connection ended with the runtime it ran on, or panicked) or it
     /// was shut down. Unlike [`Backend`](Self::Backend) it is not transient: asking again gets
@@ -237,6 +256,9 @@ impl PartialEq for StoreError {
             (Invalid(a), Invalid(b)) => a == b,
             (Backend { message: a, .. }, Backend { message: b, .. }) => a == b,
             (Closed(a), Closed(b)) => a == b,
+            (LeaseLost { session_id: a, holder: ha }, LeaseLost { session_id: b, holder: hb }) => {
+                a == b && ha == hb
+            }
             _ => false,
         }
     }
@@ -256,6 +278,10 @@ impl std::fmt::Display for StoreError {
             StoreError::Invalid(why) => write!(f, "invalid store operation: {why}"),
             StoreError::Backend { message, .. } => write!(f, "session store failed: {message}"),
             StoreError::Closed(why) => write!(f, "session store closed: {why}"),
+            StoreError::LeaseLost { session_id, holder } => write!(
+                f,
+                "session {session_id}: the lease this change was made under ({holder}) was taken over or given back"
+            ),
         }
     }
 }
@@ -298,6 +324,7 @@ impl StoreError {
             | StoreError::AlreadyExists(_)
             | StoreError::Conflict { .. }
             | StoreError::Invalid(_)
+            | StoreError::LeaseLost { .. }
             | StoreError::Closed(_) => false,
         }
     }

@@ -90,6 +90,14 @@ impl ApiError {
                     shown(session_id)
                 ),
             ),
+            StoreError::LeaseLost { session_id, .. } => Self::new(
+                StatusCode::CONFLICT,
+                "session_changed",
+                format!(
+                    "session {}'s run was taken over by another replica; try again",
+                    shown(session_id)
+                ),
+            ),
             StoreError::NotFound(id) => Self::session_not_found(id),
             other => {
                 tracing::error!(error = %other, "the session store failed");

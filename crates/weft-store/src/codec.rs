@@ -165,6 +165,8 @@ pub(crate) struct CommitShape {
     pub(crate) new_messages: u64,
     pub(crate) first_seq: Option<u64>,
     pub(crate) last_seq: Option<u64>,
+    /// The lease holder the commit is made under, if any (its fencing token).
+    pub(crate) lease: Option<String>,
 }
 
 impl CommitShape {
@@ -178,6 +180,7 @@ impl CommitShape {
             new_messages: commit.messages.len() as u64,
             first_seq: commit.events.first().map(|e| e.seq),
             last_seq: commit.events.last().map(|e| e.seq),
+            lease: commit.lease.clone(),
         }
     }
 }
@@ -205,6 +208,18 @@ pub(crate) fn check_commit(position: &Position, shape: &CommitShape) -> Result<(
         )));
     }
     check_first_seq(id, position.last_seq, shape.first_seq)
+}
+
+/// The fence of a commit made under a lease ([`Commit::lease`]): the session's lease must still
+/// be that holder's (`held`: the holder of the session's lease row, expired or not, if any).
+pub(crate) fn check_lease(shape: &CommitShape, held: Option<&str>) -> Result<(), StoreError> {
+    match &shape.lease {
+        Some(holder) if held != Some(holder.as_str()) => Err(StoreError::LeaseLost {
+            session_id: shape.session_id.clone(),
+            holder: holder.clone(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Events are of `session_id`, in strictly increasing seq order, each storable.

@@ -64,7 +64,10 @@
 //! - A commit is checked in this order, and nothing is written when a check fails: what needs
 //!   nothing stored ([`StoreError::Invalid`]: a head `version` other than
 //!   `expected_version + 1`, events out of order or of another session); the session exists
-//!   ([`StoreError::NotFound`]); its version is `expected_version` ([`StoreError::Conflict`]);
+//!   ([`StoreError::NotFound`]); a commit made under a lease ([`weft_core::Commit::lease`]) finds
+//!   the session's lease still that holder's ([`StoreError::LeaseLost`]: the fence, checked in
+//!   the commit's own transaction — on Postgres with the lease row locked until it ends, so a
+//!   take-over waits for it); its version is `expected_version` ([`StoreError::Conflict`]);
 //!   then [`StoreError::Invalid`] for a `message_count` other than the stored count plus the new
 //!   messages, a changed `owner`, or a first event not above the last stored seq.
 //! - Numbers are stored as signed 64-bit integers: a `u64` above `i64::MAX` is refused as

@@ -115,6 +115,7 @@ impl MemoryStore {
                 .sessions
                 .get_mut(&commit.head.id)
                 .ok_or_else(|| StoreError::NotFound(commit.head.id.clone()))?;
+            codec::check_lease(&shape, entry.lease.as_ref().map(|l| l.holder.as_str()))?;
             codec::check_commit(&entry.position(), &shape)?;
             let Commit { head, messages, run, events, .. } = commit;
             entry.head = head;

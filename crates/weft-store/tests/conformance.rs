@@ -232,6 +232,7 @@ conformance!(
     owner_isolation,
     wait_events_across_instances,
     leases,
+    lease_fences_commits,
     process_leases,
     due_sessions,
     delete_removes_everything,

@@ -260,6 +260,7 @@ impl Run {
             self.ending.store_failed(&error);
         }
         if let Some(lease) = self.lease.take() {
+            self.session.lock().fence = None;
             lease.release().await;
         }
         let hub = Arc::clone(self.emitter.hub());

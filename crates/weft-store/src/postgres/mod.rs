@@ -211,7 +211,19 @@ impl PostgresStore {
         drop(commit);
         let id = shape.session_id.as_str();
         let mut tx = self.inner.pool.begin().await.map_err(pg)?;
+        // The session row first, then the lease row: the order every writer locks them in.
         let at = position(&mut tx, id).await?;
+        if shape.lease.is_some() {
+            // The lease row stays locked until the commit ends: a take-over waits for it, and
+            // then finds the session as this commit left it.
+            let held: Option<String> =
+                sqlx::query_scalar("SELECT holder FROM leases WHERE session_id = $1 FOR SHARE")
+                    .bind(id)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(pg)?;
+            codec::check_lease(&shape, held.as_deref())?;
+        }
         codec::check_commit(&at, &shape)?;
         let last = shape.last_seq.unwrap_or(at.last_seq);
         let last_i = to_i64(last, "seq")?;

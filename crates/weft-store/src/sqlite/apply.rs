@@ -145,6 +145,11 @@ async fn commit(conn: &mut SqliteConnection, commit: Box<EncodedCommit>) -> OpRe
     let EncodedCommit { head, messages, run, mut events, shape } = *commit;
     let id = &shape.session_id;
     let at = position(conn, id).await?;
+    if shape.lease.is_some() {
+        // One writer: nothing takes the lease between this look and the writes below.
+        let held = lease_holder(conn, id).await?;
+        codec::check_lease(&shape, held.as_deref())?;
+    }
     codec::check_commit(&at, &shape)?;
     let last = shape.last_seq.unwrap_or(at.last_seq);
     let last_i = to_i64(last, "seq")?;
@@ -170,6 +175,18 @@ async fn commit(conn: &mut SqliteConnection, commit: Box<EncodedCommit>) -> OpRe
     insert_events(conn, id, &mut events, shape.message_count).await?;
     let wake = (!events.is_empty()).then(|| Wake(id.clone()));
     Ok((Done::Unit, wake))
+}
+
+/// The holder of the session's lease row (expired or not), if there is one.
+async fn lease_holder(
+    conn: &mut SqliteConnection,
+    session_id: &str,
+) -> Result<Option<String>, StoreError> {
+    sqlx::query_scalar("SELECT holder FROM leases WHERE session_id = ?")
+        .bind(session_id)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(sql)
 }
 
 /// Stores a commit's run change: keeps, replaces or deletes the session's run row.

@@ -127,6 +127,7 @@ pub fn commit(h: &SessionHead, messages: Vec<Message>) -> (SessionHead, Commit) 
         messages: messages.into_iter().map(Arc::new).collect(),
         run: RunChange::Keep,
         events: Vec::new(),
+        lease: None,
     };
     (new, c)
 }

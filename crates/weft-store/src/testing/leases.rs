@@ -4,9 +4,10 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use weft_core::StoreError;
 use weft_core::state::SessionStatus;
 
-use super::data::{create, set_status, unique};
+use super::data::{commit, create, set_status, unique, user};
 use super::{Subject, other};
 
 /// Leases: acquire, refuse others, renew, release; expire after the ttl and are taken over,
@@ -55,6 +56,66 @@ pub async fn leases(f: &dyn Subject) {
     assert!(a.acquire_lease(&id, "h3", Duration::MAX).await.unwrap());
     assert!(b.renew_lease(&id, "h3", Duration::MAX).await.unwrap());
     assert!(!b.acquire_lease(&id, "h4", ttl).await.unwrap());
+}
+
+/// A commit made under a lease ([`weft_core::Commit::lease`]) is taken while that holder holds
+/// the session's lease — expired or not, as long as nobody took it since — and refused with
+/// [`StoreError::LeaseLost`], writing nothing, once another holder took it over (from any
+/// instance, by acquiring it or by a process take-over) or it was given back. A commit without
+/// a lease is not fenced.
+pub async fn lease_fences_commits(f: &dyn Subject) {
+    let a = f.store();
+    let b = other(f).await;
+    let id = unique("fence");
+    let mut h = create(&*a, &id, None, vec![]).await;
+    let fenced = |holder: &str, h: &weft_core::SessionHead, text: &str| {
+        let (next, mut c) = commit(h, vec![user(text)]);
+        c.lease = Some(holder.to_owned());
+        (next, c)
+    };
+    let lost =
+        |holder: &str| StoreError::LeaseLost { session_id: id.clone(), holder: holder.into() };
+
+    // Nobody holds the lease: a fenced commit is refused.
+    let (_, c) = fenced("p1/run-1", &h, "no lease");
+    assert_eq!(a.commit(c).await, Err(lost("p1/run-1")));
+
+    let short = Duration::from_millis(300);
+    assert!(a.acquire_lease(&id, "p1/run-1", short).await.unwrap());
+    let (next, c) = fenced("p1/run-1", &h, "held");
+    a.commit(c).await.unwrap();
+    h = next;
+    // Expired, but nobody took it: still this holder's.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (next, c) = fenced("p1/run-1", &h, "expired, not taken");
+    a.commit(c).await.unwrap();
+    h = next;
+
+    // Taken over from another instance: the old holder's commit is refused, the new one's taken.
+    assert!(b.acquire_lease(&id, "p2/run-2", Duration::from_secs(30)).await.unwrap());
+    let (_, c) = fenced("p1/run-1", &h, "stale");
+    assert_eq!(a.commit(c).await, Err(lost("p1/run-1")));
+    let (next, c) = fenced("p2/run-2", &h, "new holder");
+    b.commit(c).await.unwrap();
+    h = next;
+    let stored = a.load(&id).await.unwrap().unwrap();
+    assert_eq!(stored.head.version, h.version, "the refused commit wrote nothing");
+    assert_eq!(stored.messages.len(), 3);
+
+    // Taken over with the process's identity: the dead process's holder is fenced.
+    b.take_over_process_leases("p2", "heir/1", Duration::from_secs(30)).await.unwrap();
+    let (_, c) = fenced("p2/run-2", &h, "dead process");
+    assert_eq!(a.commit(c).await, Err(lost("p2/run-2")));
+    let (next, c) = fenced("heir/1", &h, "heir");
+    a.commit(c).await.unwrap();
+    h = next;
+
+    // Given back: fenced too; an unfenced commit is taken whoever holds what.
+    a.release_lease(&id, "heir/1").await.unwrap();
+    let (_, c) = fenced("heir/1", &h, "released");
+    assert_eq!(b.commit(c).await, Err(lost("heir/1")));
+    let (_, c) = commit(&h, vec![user("unfenced")]);
+    b.commit(c).await.unwrap();
 }
 
 /// `take_over_process_leases` gives every lease held for one process (its runs' holders are

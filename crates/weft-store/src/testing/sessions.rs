@@ -189,6 +189,7 @@ pub async fn concurrent_commits_conflict(f: &dyn Subject) {
             messages: vec![],
             run: RunChange::Clear,
             events: vec![],
+            lease: None,
         };
         a.commit(c).await.unwrap();
         h = rest;
