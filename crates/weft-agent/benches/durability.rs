@@ -45,9 +45,9 @@ impl ForwardingStore for Counting {
         self.commits.fetch_add(1, Ordering::Relaxed);
         self.inner.commit(commit)
     }
-    fn append_events<'a>(&'a self, id: &'a str, events: Vec<Arc<EventRecord>>) -> StoreFuture<'a, ()> {
+    fn append_events<'a>(&'a self, id: &'a str, events: Vec<Arc<EventRecord>>, lease: Option<&'a str>) -> StoreFuture<'a, ()> {
         self.appends.fetch_add(1, Ordering::Relaxed);
-        self.inner.append_events(id, events)
+        self.inner.append_events(id, events, lease)
     }
 }
 

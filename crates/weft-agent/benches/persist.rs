@@ -1286,7 +1286,7 @@ fn store_alone(rt: &tokio::runtime::Runtime, config: &Config, kinds: &[Kind]) {
                     let records = delta_records(&id, 1, n);
                     let start = Instant::now();
                     for chunk in records.chunks(batch) {
-                        store.append_events(&id, chunk.to_vec()).await.unwrap();
+                        store.append_events(&id, chunk.to_vec(), None).await.unwrap();
                     }
                     appends.push(start.elapsed());
                     ids.push(id);
@@ -1313,14 +1313,16 @@ fn store_alone(rt: &tokio::runtime::Runtime, config: &Config, kinds: &[Kind]) {
                 for _ in 0..5 {
                     let records = delta_records(&id, next, 4096);
                     let start = Instant::now();
-                    store.append_events(&id, records).await.unwrap();
+                    store.append_events(&id, records, None).await.unwrap();
                     alone.push(start.elapsed());
                     next = store.reserve_seqs(&id, 1).await.unwrap() + 1;
                     let records = delta_records(&id, next, 4096);
                     let writer = Arc::clone(&store);
                     let sid = id.clone();
                     let append =
-                        tokio::spawn(async move { writer.append_events(&sid, records).await });
+                        tokio::spawn(
+                            async move { writer.append_events(&sid, records, None).await },
+                        );
                     tokio::time::sleep(Duration::from_millis(1)).await;
                     let start = Instant::now();
                     store.reserve_seqs(&id, 4096).await.unwrap();
@@ -1466,11 +1468,12 @@ impl weft_core::ForwardingStore for Probe {
         &'a self,
         id: &'a str,
         events: Vec<Arc<weft_core::EventRecord>>,
+        lease: Option<&'a str>,
     ) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let start = Instant::now();
             let n = events.len();
-            let done = self.inner.append_events(id, events).await;
+            let done = self.inner.append_events(id, events, lease).await;
             self.record(ProbeOp::Append(n), start);
             done
         })

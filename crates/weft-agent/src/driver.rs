@@ -593,7 +593,7 @@ impl Driver {
         } = launch;
         let session_id = session.id();
         let hub = session.hub();
-        hub.start_run(durability);
+        hub.start_run(durability, lease.as_ref().map(|l| Arc::clone(l.holder())));
         let after_seq = hub.last_seq();
         let run_id_shared: Arc<str> = Arc::from(run_id.as_str());
         let events = hub.subscribe(after_seq, true, Some(Arc::clone(&run_id_shared)));

@@ -356,7 +356,14 @@ impl SessionHandle {
         let Some(store) = &self.shared.store else { return Ok(()) };
         let (version, count, at) =
             (commit.head.version, commit.head.message_count, commit.head.updated_at);
-        store.commit(commit).await?;
+        if let Err(error) = store.commit(commit).await {
+            if matches!(error, StoreError::LeaseLost { .. }) {
+                // Another process took the run over: what the run still has to write stays
+                // fenced off, also after it lets go.
+                self.hub().fence_lost();
+            }
+            return Err(error);
+        }
         self.lock().committed(version, count, at);
         Ok(())
     }

@@ -75,12 +75,12 @@ impl weft_core::ForwardingStore for Ledger {
         self.log(Write::Commit(commit.head.status));
         self.inner.commit(commit)
     }
-    fn append_events<'a>(&'a self, id: &'a str, events: Vec<Arc<EventRecord>>) -> StoreFuture<'a, ()> {
+    fn append_events<'a>(&'a self, id: &'a str, events: Vec<Arc<EventRecord>>, lease: Option<&'a str>) -> StoreFuture<'a, ()> {
         self.log(Write::Append);
         let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
         Box::pin(async move {
             tokio::time::sleep(self.append_delay).await;
-            self.inner.append_events(id, events).await?;
+            self.inner.append_events(id, events, lease).await?;
             self.stored.lock().unwrap().extend(seqs);
             Ok(())
         })

@@ -5,7 +5,8 @@
 //! process); its lease expires and replica B, on the same SQLite file, takes the run over. In
 //! the moment between B's taking the lease and B's first commit, A wakes up and goes on: its
 //! commit is refused (without the fence it would be taken, A would finish the run with its own
-//! answer, and B's recovery would then be the one refused). B's recovery stores its answer.
+//! answer, and B's recovery would then be the one refused), and so are its events (appends are
+//! fenced too). B's recovery stores its answer.
 
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
@@ -167,5 +168,16 @@ async fn a_stalled_replica_whose_run_was_taken_over_can_no_longer_commit() {
     let (answer, results) = answer_and_results(&messages);
     assert_eq!(answer.as_deref(), Some("Answer B"));
     assert!(!results.iter().any(|r| r == "done by A"), "A's step was stored: {results:?}");
+
+    // Nor are A's events of the step's end: appends are fenced too.
+    let log = b_store.inner.read_events(&id, 0, 100_000).await.unwrap();
+    let a_run = log.first().map(|r| r.run_id.clone()).unwrap();
+    assert!(log.iter().any(|r| r.run_id != a_run), "no event of B's recovery is stored");
+    let late: Vec<_> = log
+        .iter()
+        .filter(|r| serde_json::to_string(&r.event).unwrap().contains("done by A"))
+        .map(|r| (r.seq, r.event.kind()))
+        .collect();
+    assert!(late.is_empty(), "A's events after the take-over were stored: {late:?}");
     drop(b);
 }

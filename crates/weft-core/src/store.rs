@@ -358,10 +358,15 @@ pub trait SessionStore: Send + Sync + 'static {
     /// Appends events (in seq order, each above every seq already stored) outside a commit.
     /// The records are shared with the live watchers that hold them: a backend that keeps them
     /// in memory keeps these, one that writes them serializes them.
+    ///
+    /// `lease` fences the append as [`Commit::lease`] fences a commit: with a holder, the events
+    /// are stored only while the session's lease is that holder's, and refused with
+    /// [`StoreError::LeaseLost`] (nothing written) otherwise. `None`: not fenced.
     fn append_events<'a>(
         &'a self,
         session_id: &'a str,
         events: Vec<Arc<EventRecord>>,
+        lease: Option<&'a str>,
     ) -> StoreFuture<'a, ()>;
 
     /// Up to `limit` events with seq greater than `after_seq`, in order.

@@ -289,8 +289,8 @@ impl ForwardingStore for FaultStore {
     fn reserve_seqs<'a>(&'a self, id: &'a str, count: u64) -> StoreFuture<'a, u64> {
         self.through(Call::Write, unreachable_refusal as Refusal, || self.inner.reserve_seqs(id, count))
     }
-    fn append_events<'a>(&'a self, id: &'a str, events: Vec<Arc<EventRecord>>) -> StoreFuture<'a, ()> {
-        self.through(Call::Append, invalid as Refusal, || self.inner.append_events(id, events))
+    fn append_events<'a>(&'a self, id: &'a str, events: Vec<Arc<EventRecord>>, lease: Option<&'a str>) -> StoreFuture<'a, ()> {
+        self.through(Call::Append, invalid as Refusal, || self.inner.append_events(id, events, lease))
     }
     fn read_events<'a>(&'a self, id: &'a str, after: u64, limit: usize) -> StoreFuture<'a, Vec<Arc<EventRecord>>> {
         self.through(Call::Read, unreachable_refusal as Refusal, || self.inner.read_events(id, after, limit))

@@ -210,13 +210,18 @@ pub(crate) fn check_commit(position: &Position, shape: &CommitShape) -> Result<(
     check_first_seq(id, position.last_seq, shape.first_seq)
 }
 
-/// The fence of a commit made under a lease ([`Commit::lease`]): the session's lease must still
-/// be that holder's (`held`: the holder of the session's lease row, expired or not, if any).
-pub(crate) fn check_lease(shape: &CommitShape, held: Option<&str>) -> Result<(), StoreError> {
-    match &shape.lease {
-        Some(holder) if held != Some(holder.as_str()) => Err(StoreError::LeaseLost {
-            session_id: shape.session_id.clone(),
-            holder: holder.clone(),
+/// The fence of a write made under a lease ([`Commit::lease`], the `lease` of an append): the
+/// session's lease must still be that holder's (`held`: the holder of the session's lease row,
+/// expired or not, if any).
+pub(crate) fn check_lease(
+    session_id: &str,
+    lease: Option<&str>,
+    held: Option<&str>,
+) -> Result<(), StoreError> {
+    match lease {
+        Some(holder) if held != Some(holder) => Err(StoreError::LeaseLost {
+            session_id: session_id.to_owned(),
+            holder: holder.to_owned(),
         }),
         _ => Ok(()),
     }

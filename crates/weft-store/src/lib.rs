@@ -70,6 +70,8 @@
 //!   take-over waits for it); its version is `expected_version` ([`StoreError::Conflict`]);
 //!   then [`StoreError::Invalid`] for a `message_count` other than the stored count plus the new
 //!   messages, a changed `owner`, or a first event not above the last stored seq.
+//! - An append under a lease is fenced like a commit ([`StoreError::LeaseLost`], checked before
+//!   the seq order).
 //! - Numbers are stored as signed 64-bit integers: a `u64` above `i64::MAX` is refused as
 //!   [`StoreError::Invalid`].
 //! - Appending events raises `reserved_seq` to at least the last stored seq, so

@@ -115,7 +115,8 @@ impl MemoryStore {
                 .sessions
                 .get_mut(&commit.head.id)
                 .ok_or_else(|| StoreError::NotFound(commit.head.id.clone()))?;
-            codec::check_lease(&shape, entry.lease.as_ref().map(|l| l.holder.as_str()))?;
+            let held = entry.lease.as_ref().map(|l| l.holder.as_str());
+            codec::check_lease(&shape.session_id, shape.lease.as_deref(), held)?;
             codec::check_commit(&entry.position(), &shape)?;
             let Commit { head, messages, run, events, .. } = commit;
             entry.head = head;
@@ -142,6 +143,7 @@ impl MemoryStore {
         &self,
         session_id: &str,
         events: Vec<Arc<EventRecord>>,
+        lease: Option<&str>,
     ) -> Result<(), StoreError> {
         codec::check_event_order(session_id, &events)?;
         {
@@ -150,6 +152,7 @@ impl MemoryStore {
                 .sessions
                 .get_mut(session_id)
                 .ok_or_else(|| StoreError::NotFound(session_id.to_owned()))?;
+            codec::check_lease(session_id, lease, entry.lease.as_ref().map(|l| l.holder.as_str()))?;
             codec::check_first_seq(session_id, entry.last_seq(), events.first().map(|e| e.seq))?;
             if events.is_empty() {
                 return Ok(());
@@ -222,8 +225,9 @@ impl SessionStore for MemoryStore {
         &'a self,
         session_id: &'a str,
         events: Vec<Arc<EventRecord>>,
+        lease: Option<&'a str>,
     ) -> StoreFuture<'a, ()> {
-        ready(self.append_now(session_id, events))
+        ready(self.append_now(session_id, events, lease))
     }
 
     fn read_events<'a>(

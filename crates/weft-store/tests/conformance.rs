@@ -232,7 +232,7 @@ conformance!(
     owner_isolation,
     wait_events_across_instances,
     leases,
-    lease_fences_commits,
+    lease_fences_writes,
     process_leases,
     due_sessions,
     delete_removes_everything,
@@ -272,8 +272,8 @@ async fn sqlite_group_commit_is_one_transaction() {
         let id = h.id.clone();
         let store = &store;
         async move {
-            let good = store.append_events(&id, vec![delta(&id, 1, "a"), delta(&id, 2, "b")]);
-            let bad = store.append_events(&id, vec![delta(&id, 1, "dup")]);
+            let good = store.append_events(&id, vec![delta(&id, 1, "a"), delta(&id, 2, "b")], None);
+            let bad = store.append_events(&id, vec![delta(&id, 1, "dup")], None);
             futures::join!(good, bad)
         }
     });
@@ -339,7 +339,7 @@ async fn sqlite_corrupt_rows_are_backend_errors() {
     let path = dir.path().join("weft.db");
     let store = SqliteStore::open(&path).await.unwrap();
     create(&store, "s1", None, vec![user("a"), user("b")]).await;
-    store.append_events("s1", vec![delta("s1", 1, "x")]).await.unwrap();
+    store.append_events("s1", vec![delta("s1", 1, "x")], None).await.unwrap();
 
     let mut raw =
         sqlx::SqliteConnection::connect(&format!("sqlite:{}", path.display())).await.unwrap();
@@ -387,7 +387,7 @@ fn sqlite_writer_gone_is_closed_not_transient() {
     drop(opened);
     let other = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     other.block_on(async {
-        let error = store.append_events("s1", vec![delta("s1", 1, "x")]).await.unwrap_err();
+        let error = store.append_events("s1", vec![delta("s1", 1, "x")], None).await.unwrap_err();
         assert!(matches!(&error, StoreError::Closed(_)), "{error:?}");
         assert!(!error.is_transient(), "a stopped writer never comes back");
         assert!(error.to_string().contains("writer"), "{error}");
@@ -451,7 +451,7 @@ async fn sqlite_upgrades_a_version_1_file() {
     let mut new =
         Arc::unwrap_or_clone(record("old", 2, AgentEvent::MessageEnd { message: logged }));
     new.messages = Some(MessageSpan::one(0));
-    store.append_events("old", vec![Arc::new(new.clone())]).await.unwrap();
+    store.append_events("old", vec![Arc::new(new.clone())], None).await.unwrap();
     let read = store.read_events("old", 1, 10).await.unwrap();
     assert_eq!(*read[0], new);
 }

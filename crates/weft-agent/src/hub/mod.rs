@@ -129,6 +129,14 @@ struct HubState {
     /// Why the current run's events could not be numbered (the store reserved no numbers for
     /// them): nothing more of the run is shown, and its watchers' streams end.
     unnumbered: Option<StoreError>,
+    /// The holder of the lease of the run under way: every append is fenced by it
+    /// ([`SessionStore::append_events`]). A run that lets go of its lease cleanly unfences the
+    /// rest of its events (a write retried after the store failed at its end goes on as
+    /// before); one whose lease was taken over ([`fence_lost`](Hub::fence_lost)) does not: what
+    /// it still had to write is refused.
+    fence: Option<Arc<str>>,
+    /// A write under `fence` was refused: another process took the run over.
+    fence_lost: bool,
     /// The last seq a `sync` run published: until the store has everything up to it, no
     /// watcher sees past what the store has, whatever run publishes now (a watcher behind a
     /// `sync` run's end that was not stored must not be shown it by the next run).
@@ -184,6 +192,8 @@ impl Hub {
                 hole: None,
                 unnumbered: None,
                 sync_last: 0,
+                fence: None,
+                fence_lost: false,
             }),
             published: Notify::new(),
             pending: Notify::new(),
@@ -209,12 +219,14 @@ impl Hub {
             && (self.store.is_none() || state.last_seq - state.persisted > LAG_EVENTS as u64)
     }
 
-    /// A run of this process starts publishing, stored as `durability` says: the persister
-    /// runs until it ends.
-    pub(crate) fn start_run(self: &Arc<Self>, durability: Durability) {
+    /// A run of this process starts publishing, stored as `durability` says, its events fenced
+    /// by its lease's holder (`fence`): the persister runs until it ends.
+    pub(crate) fn start_run(self: &Arc<Self>, durability: Durability, fence: Option<Arc<str>>) {
         let spawn = {
             let mut state = self.lock();
             state.live = true;
+            state.fence = fence;
+            state.fence_lost = false;
             state.unnumbered = None;
             let before = std::mem::replace(&mut state.durability, durability);
             if state.refusal.take().is_some() {
@@ -240,6 +252,21 @@ impl Hub {
         };
         if spawn {
             tokio::spawn(persister::persister(Arc::clone(self)));
+        }
+    }
+
+    /// A write under the run's lease was refused: another process took the run over, and
+    /// nothing the run still has to write may reach the store.
+    pub(crate) fn fence_lost(&self) {
+        self.lock().fence_lost = true;
+    }
+
+    /// The run lets go of its lease: unless it was taken over, what it still has to write is
+    /// written without the fence (the session is at rest; a later run's writes come after).
+    pub(crate) fn release_fence(&self) {
+        let mut state = self.lock();
+        if !state.fence_lost {
+            state.fence = None;
         }
     }
 
@@ -336,11 +363,12 @@ impl Hub {
         }
         // Numbered without being shown: the run is the hub's only publisher, so nothing else
         // takes these numbers while they are written.
-        let records = {
+        let (records, fence) = {
             let state = self.lock();
-            self.number(&state, run_id, events)
+            (self.number(&state, run_id, events), state.fence.clone())
         };
-        let written = store.append_events(&self.session_id, records.clone()).await;
+        let written =
+            store.append_events(&self.session_id, records.clone(), fence.as_deref()).await;
         let last = {
             let mut state = self.lock();
             state.last_seq = records.last().map_or(state.last_seq, |r| r.seq);
@@ -465,8 +493,8 @@ impl Hub {
         }
     }
 
-    /// The events not yet persisted.
-    fn unpersisted(&self) -> Vec<Arc<EventRecord>> {
+    /// The events not yet persisted, and the fence to write them under.
+    fn unpersisted(&self) -> (Vec<Arc<EventRecord>>, Option<Arc<str>>) {
         let mut state = self.lock();
         if state.refusal.is_some() {
             // The store refused this run's events: its later ones are not sent either (the run
@@ -476,14 +504,14 @@ impl Hub {
         let from = state.persisted.max(state.refused);
         let upto = state.writable();
         if from >= upto {
-            return Vec::new();
+            return (Vec::new(), None);
         }
         // They are the last ones (but for any a barrier did not ask for yet): counted from the
         // back, looking at no older record.
         let newer = state.events.iter().rev().take_while(|r| r.seq > upto).count();
         let end = state.events.len() - newer;
         let count = state.events.range(..end).rev().take_while(|r| r.seq > from).count();
-        state.events.range(end - count..end).cloned().collect()
+        (state.events.range(end - count..end).cloned().collect(), state.fence.clone())
     }
 
     /// The store has everything up to `seq`: trims memory to the retention window.

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use weft_core::SessionStore;
+use weft_core::{SessionStore, StoreError};
 
 use super::{GATHER, GATHER_WITHIN, Hub, PERSIST_EVERY, READ_PAGE, first_at_or_after};
 
@@ -18,7 +18,7 @@ pub(super) async fn persister(hub: Arc<Hub>) {
         let woken = hub.pending.notified();
         tokio::pin!(woken);
         woken.as_mut().enable();
-        let batch = hub.unpersisted();
+        let (batch, fence) = hub.unpersisted();
         if batch.is_empty() {
             let done = {
                 let mut state = hub.lock();
@@ -40,7 +40,7 @@ pub(super) async fn persister(hub: Arc<Hub>) {
             continue;
         }
         let (first, last) = (batch[0].seq, batch[batch.len() - 1].seq);
-        match store.append_events(&hub.session_id, batch).await {
+        match store.append_events(&hub.session_id, batch, fence.as_deref()).await {
             Ok(()) => {
                 backoff = PERSIST_EVERY;
                 last_write = Some(tokio::time::Instant::now());
@@ -68,6 +68,7 @@ pub(super) async fn persister(hub: Arc<Hub>) {
                         tracing::error!(session_id = %hub.session_id, %error, first, last, "the store refused these events for good; they are not retried");
                         // `unpersisted` skips the rest of the run from here on.
                         let mut state = hub.lock();
+                        state.fence_lost |= matches!(error, StoreError::LeaseLost { .. });
                         state.hole.get_or_insert(first);
                         state.refusal = Some(error.clone());
                         state.failure = Some(error);

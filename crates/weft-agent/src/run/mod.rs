@@ -261,6 +261,7 @@ impl Run {
         }
         if let Some(lease) = self.lease.take() {
             self.session.lock().fence = None;
+            self.emitter.hub().release_fence();
             lease.release().await;
         }
         let hub = Arc::clone(self.emitter.hub());

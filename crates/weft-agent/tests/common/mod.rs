@@ -208,7 +208,7 @@ impl weft_core::ForwardingStore for Spy {
         }
         self.inner.reserve_seqs(id, count)
     }
-    fn append_events<'a>(&'a self, id: &'a str, events: Vec<Arc<EventRecord>>) -> StoreFuture<'a, ()> {
+    fn append_events<'a>(&'a self, id: &'a str, events: Vec<Arc<EventRecord>>, lease: Option<&'a str>) -> StoreFuture<'a, ()> {
         self.appends.fetch_add(1, Ordering::SeqCst);
         if self.fail_writes.load(Ordering::SeqCst) {
             return disk_full();
@@ -217,7 +217,7 @@ impl weft_core::ForwardingStore for Spy {
         if refuse {
             return Box::pin(std::future::ready(Err(StoreError::Invalid("refused by the test".into()))));
         }
-        self.inner.append_events(id, events)
+        self.inner.append_events(id, events, lease)
     }
     fn acquire_lease<'a>(&'a self, id: &'a str, holder: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
         if self.fail_writes.load(Ordering::SeqCst) {

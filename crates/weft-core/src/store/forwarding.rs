@@ -88,8 +88,9 @@ pub trait ForwardingStore: Send + Sync + 'static {
         &'a self,
         session_id: &'a str,
         events: Vec<Arc<EventRecord>>,
+        lease: Option<&'a str>,
     ) -> StoreFuture<'a, ()> {
-        self.inner().append_events(session_id, events)
+        self.inner().append_events(session_id, events, lease)
     }
 
     /// See [`SessionStore::read_events`].
@@ -238,8 +239,9 @@ impl<T: ForwardingStore> SessionStore for T {
         &'a self,
         session_id: &'a str,
         events: Vec<Arc<EventRecord>>,
+        lease: Option<&'a str>,
     ) -> StoreFuture<'a, ()> {
-        ForwardingStore::append_events(self, session_id, events)
+        ForwardingStore::append_events(self, session_id, events, lease)
     }
 
     fn read_events<'a>(

@@ -54,8 +54,9 @@ impl SessionStore for PostgresStore {
         &'a self,
         session_id: &'a str,
         events: Vec<Arc<EventRecord>>,
+        lease: Option<&'a str>,
     ) -> StoreFuture<'a, ()> {
-        Box::pin(self.append_now(session_id, events))
+        Box::pin(self.append_now(session_id, events, lease))
     }
 
     fn read_events<'a>(

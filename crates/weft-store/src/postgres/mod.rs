@@ -40,7 +40,7 @@ mod writes;
 
 use notify::{channel_name, listen_loop, notify};
 use schema::migrate;
-use writes::{insert_events, insert_messages, position};
+use writes::{fence, insert_events, insert_messages, position};
 
 /// How a [`PostgresStore`] runs.
 #[derive(Debug, Clone)]
@@ -213,17 +213,9 @@ impl PostgresStore {
         let mut tx = self.inner.pool.begin().await.map_err(pg)?;
         // The session row first, then the lease row: the order every writer locks them in.
         let at = position(&mut tx, id).await?;
-        if shape.lease.is_some() {
-            // The lease row stays locked until the commit ends: a take-over waits for it, and
-            // then finds the session as this commit left it.
-            let held: Option<String> =
-                sqlx::query_scalar("SELECT holder FROM leases WHERE session_id = $1 FOR SHARE")
-                    .bind(id)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(pg)?;
-            codec::check_lease(&shape, held.as_deref())?;
-        }
+        // The lease row stays locked until the commit ends: a take-over waits for it, and then
+        // finds the session as this commit left it.
+        fence(&mut tx, id, shape.lease.as_deref()).await?;
         codec::check_commit(&at, &shape)?;
         let last = shape.last_seq.unwrap_or(at.last_seq);
         let last_i = to_i64(last, "seq")?;
@@ -281,6 +273,7 @@ impl PostgresStore {
         &self,
         session_id: &str,
         events: Vec<Arc<EventRecord>>,
+        lease: Option<&str>,
     ) -> Result<(), StoreError> {
         codec::check_event_order(session_id, &events)?;
         let first = events.first().map(|e| e.seq);
@@ -289,6 +282,7 @@ impl PostgresStore {
         drop(events);
         let mut tx = self.inner.pool.begin().await.map_err(pg)?;
         let at = position(&mut tx, session_id).await?;
+        fence(&mut tx, session_id, lease).await?;
         codec::check_first_seq(session_id, at.last_seq, first)?;
         if encoded.is_empty() {
             return Ok(());

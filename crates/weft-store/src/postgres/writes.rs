@@ -1,10 +1,10 @@
-//! Rows a write adds inside its transaction: the session's position (locked), messages and
-//! events.
+//! Rows a write reads and adds inside its transaction: the session's position (locked), its
+//! lease's fence, messages and events.
 
 use sqlx::PgConnection;
 use weft_core::store::StoreError;
 
-use crate::codec::{EncodedEvent, Position, column, column_u64, to_i64};
+use crate::codec::{self, EncodedEvent, Position, column, column_u64, to_i64};
 
 use super::{missing_session, pg};
 
@@ -26,6 +26,26 @@ pub(super) async fn position(
         last_seq: column_u64(&row, "last_seq", "sessions", session_id)?,
         owner: column(&row, "owner", "sessions", session_id)?,
     })
+}
+
+/// The fence of a write made under a lease (`lease`: its holder): the session's lease row must
+/// still be that holder's. The row is locked (`FOR SHARE`) until the write's transaction ends,
+/// after the session's row (the order every writer locks them in): a take-over waits for it.
+pub(super) async fn fence(
+    tx: &mut PgConnection,
+    session_id: &str,
+    lease: Option<&str>,
+) -> Result<(), StoreError> {
+    if lease.is_none() {
+        return Ok(());
+    }
+    let held: Option<String> =
+        sqlx::query_scalar("SELECT holder FROM leases WHERE session_id = $1 FOR SHARE")
+            .bind(session_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(pg)?;
+    codec::check_lease(session_id, lease, held.as_deref())
 }
 
 pub(super) async fn insert_messages(

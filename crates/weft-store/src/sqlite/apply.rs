@@ -96,8 +96,8 @@ pub(super) async fn apply(conn: &mut SqliteConnection, op: Op) -> OpResult {
         Op::Create { head, messages } => create(conn, head, messages).await,
         Op::Commit(encoded) => commit(conn, encoded).await,
         Op::Reserve { session_id, count } => reserve(conn, session_id, count).await,
-        Op::Append { session_id, first_seq, last_seq, events } => {
-            append(conn, session_id, first_seq, last_seq, events).await
+        Op::Append { session_id, first_seq, last_seq, events, lease } => {
+            append(conn, session_id, first_seq, last_seq, events, lease).await
         }
         Op::PutCheckpoint { checkpoint, value, at } => {
             put_checkpoint(conn, checkpoint, value, at).await
@@ -148,7 +148,7 @@ async fn commit(conn: &mut SqliteConnection, commit: Box<EncodedCommit>) -> OpRe
     if shape.lease.is_some() {
         // One writer: nothing takes the lease between this look and the writes below.
         let held = lease_holder(conn, id).await?;
-        codec::check_lease(&shape, held.as_deref())?;
+        codec::check_lease(id, shape.lease.as_deref(), held.as_deref())?;
     }
     codec::check_commit(&at, &shape)?;
     let last = shape.last_seq.unwrap_or(at.last_seq);
@@ -246,8 +246,13 @@ async fn append(
     first_seq: Option<u64>,
     last_seq: u64,
     mut events: Vec<EncodedEvent>,
+    lease: Option<String>,
 ) -> OpResult {
     let at = position(conn, &session_id).await?;
+    if lease.is_some() {
+        let held = lease_holder(conn, &session_id).await?;
+        codec::check_lease(&session_id, lease.as_deref(), held.as_deref())?;
+    }
     codec::check_first_seq(&session_id, at.last_seq, first_seq)?;
     if events.is_empty() {
         return Ok((Done::Unit, None));

@@ -78,6 +78,7 @@ impl SessionStore for SqliteStore {
         &'a self,
         session_id: &'a str,
         events: Vec<Arc<EventRecord>>,
+        lease: Option<&'a str>,
     ) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             codec::check_event_order(session_id, &events)?;
@@ -86,6 +87,7 @@ impl SessionStore for SqliteStore {
                 first_seq: events.first().map(|e| e.seq),
                 last_seq: events.last().map_or(0, |e| e.seq),
                 events: codec::encode_events(&events)?,
+                lease: lease.map(str::to_owned),
             };
             self.write_unit(op).await
         })

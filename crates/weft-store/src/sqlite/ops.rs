@@ -8,17 +8,53 @@ use crate::codec::{EncodedCommit, EncodedEvent, EncodedHead};
 
 /// One write, encoded by its caller (the writer only checks positions and writes).
 pub(super) enum Op {
-    Create { head: EncodedHead, messages: Vec<String> },
+    Create {
+        head: EncodedHead,
+        messages: Vec<String>,
+    },
     Commit(Box<EncodedCommit>),
-    Reserve { session_id: String, count: u64 },
-    Append { session_id: String, first_seq: Option<u64>, last_seq: u64, events: Vec<EncodedEvent> },
-    PutCheckpoint { checkpoint: Checkpoint, value: String, at: i64 },
-    Delete { session_id: String, owner: Option<String> },
-    Acquire { session_id: String, holder: String, ttl_ms: i64 },
-    Renew { session_id: String, holder: String, ttl_ms: i64 },
-    Release { session_id: String, holder: String },
-    TakeOver { process: String, heir: String, ttl_ms: i64 },
-    Probe { id: String },
+    Reserve {
+        session_id: String,
+        count: u64,
+    },
+    Append {
+        session_id: String,
+        first_seq: Option<u64>,
+        last_seq: u64,
+        events: Vec<EncodedEvent>,
+        lease: Option<String>,
+    },
+    PutCheckpoint {
+        checkpoint: Checkpoint,
+        value: String,
+        at: i64,
+    },
+    Delete {
+        session_id: String,
+        owner: Option<String>,
+    },
+    Acquire {
+        session_id: String,
+        holder: String,
+        ttl_ms: i64,
+    },
+    Renew {
+        session_id: String,
+        holder: String,
+        ttl_ms: i64,
+    },
+    Release {
+        session_id: String,
+        holder: String,
+    },
+    TakeOver {
+        process: String,
+        heir: String,
+        ttl_ms: i64,
+    },
+    Probe {
+        id: String,
+    },
 }
 
 /// A write's answer.

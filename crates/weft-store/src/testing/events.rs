@@ -65,7 +65,7 @@ pub async fn event_log_after_every_seq(f: &dyn Subject) {
             store.commit(c).await.unwrap();
             h = new;
         } else {
-            store.append_events(&id, records.clone()).await.unwrap();
+            store.append_events(&id, records.clone(), None).await.unwrap();
         }
         stored.extend(records);
         rest = &rest[n..];
@@ -141,7 +141,7 @@ pub async fn reserve_seqs_never_overlap(f: &dyn Subject) {
     assert_eq!(a.load(&id).await.unwrap().unwrap().reserved_seq, end);
 
     // An event numbered above every reservation: the next reservation starts above it.
-    b.append_events(&id, vec![delta(&id, end + 10, "late")]).await.unwrap();
+    b.append_events(&id, vec![delta(&id, end + 10, "late")], None).await.unwrap();
     let first = a.reserve_seqs(&id, 2).await.unwrap();
     assert_eq!(first, end + 11);
 }
@@ -164,7 +164,7 @@ pub async fn wait_events_across_instances(f: &dyn Subject) {
         })
     };
     tokio::time::sleep(Duration::from_millis(150)).await;
-    b.append_events(&id, vec![delta(&id, 1, "hello")]).await.unwrap();
+    b.append_events(&id, vec![delta(&id, 1, "hello")], None).await.unwrap();
     let (woken, waited) = waiter.await.unwrap();
     assert_eq!(woken, Ok(true));
     assert!(
@@ -208,7 +208,7 @@ pub async fn wait_events_across_instances(f: &dyn Subject) {
         tokio::spawn(async move { a.wait_events(&quiet, 0, Duration::from_millis(400)).await })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
-    b.append_events(&id, vec![delta(&id, 3, "!")]).await.unwrap();
+    b.append_events(&id, vec![delta(&id, 3, "!")], None).await.unwrap();
     assert_eq!(waiter.await.unwrap(), Ok(false));
 }
 
@@ -246,7 +246,7 @@ pub async fn events_repeating_messages(f: &dyn Subject) {
     };
     // 1: the question, in the log since the session was created.
     let first = vec![spanned(1, AgentEvent::MessageEnd { message: Arc::clone(&question) }, 0, 1)];
-    s.append_events(&id, first.clone()).await.unwrap();
+    s.append_events(&id, first.clone(), None).await.unwrap();
     // 2–3: the answer's events arrive in the commit that appends it (and the result).
     let (h2, mut c) = commit(&h, vec![]);
     c.messages = vec![Arc::clone(&answer), Arc::clone(&result)];
@@ -281,7 +281,7 @@ pub async fn events_repeating_messages(f: &dyn Subject) {
             3,
         ),
     ];
-    s.append_events(&id, later.clone()).await.unwrap();
+    s.append_events(&id, later.clone(), None).await.unwrap();
     let appended: Vec<_> = first.iter().chain(&in_commit).chain(&later).cloned().collect();
 
     for store in [s, &*other(f).await] {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use weft_core::StoreError;
 use weft_core::state::SessionStatus;
 
-use super::data::{commit, create, set_status, unique, user};
+use super::data::{commit, create, delta, set_status, unique, user};
 use super::{Subject, other};
 
 /// Leases: acquire, refuse others, renew, release; expire after the ttl and are taken over,
@@ -58,12 +58,12 @@ pub async fn leases(f: &dyn Subject) {
     assert!(!b.acquire_lease(&id, "h4", ttl).await.unwrap());
 }
 
-/// A commit made under a lease ([`weft_core::Commit::lease`]) is taken while that holder holds
-/// the session's lease — expired or not, as long as nobody took it since — and refused with
-/// [`StoreError::LeaseLost`], writing nothing, once another holder took it over (from any
-/// instance, by acquiring it or by a process take-over) or it was given back. A commit without
-/// a lease is not fenced.
-pub async fn lease_fences_commits(f: &dyn Subject) {
+/// A commit made under a lease ([`weft_core::Commit::lease`]), and an append, is taken while
+/// that holder holds the session's lease — expired or not, as long as nobody took it since — and
+/// refused with [`StoreError::LeaseLost`], writing nothing, once another holder took it over
+/// (from any instance, by acquiring it or by a process take-over) or it was given back. A write
+/// without a lease is not fenced.
+pub async fn lease_fences_writes(f: &dyn Subject) {
     let a = f.store();
     let b = other(f).await;
     let id = unique("fence");
@@ -91,10 +91,17 @@ pub async fn lease_fences_commits(f: &dyn Subject) {
     a.commit(c).await.unwrap();
     h = next;
 
-    // Taken over from another instance: the old holder's commit is refused, the new one's taken.
+    a.append_events(&id, vec![delta(&id, 1, "a")], Some("p1/run-1")).await.unwrap();
+
+    // Taken over from another instance: the old holder's writes are refused, the new one's
+    // taken.
     assert!(b.acquire_lease(&id, "p2/run-2", Duration::from_secs(30)).await.unwrap());
     let (_, c) = fenced("p1/run-1", &h, "stale");
     assert_eq!(a.commit(c).await, Err(lost("p1/run-1")));
+    let stale = a.append_events(&id, vec![delta(&id, 2, "stale")], Some("p1/run-1")).await;
+    assert_eq!(stale, Err(lost("p1/run-1")));
+    assert_eq!(a.read_events(&id, 1, 10).await.unwrap().len(), 0, "a refused append wrote");
+    b.append_events(&id, vec![delta(&id, 2, "b")], Some("p2/run-2")).await.unwrap();
     let (next, c) = fenced("p2/run-2", &h, "new holder");
     b.commit(c).await.unwrap();
     h = next;
@@ -110,12 +117,17 @@ pub async fn lease_fences_commits(f: &dyn Subject) {
     a.commit(c).await.unwrap();
     h = next;
 
-    // Given back: fenced too; an unfenced commit is taken whoever holds what.
+    // Given back: fenced too; unfenced writes are taken whoever holds what.
     a.release_lease(&id, "heir/1").await.unwrap();
     let (_, c) = fenced("heir/1", &h, "released");
     assert_eq!(b.commit(c).await, Err(lost("heir/1")));
+    let released = b.append_events(&id, vec![delta(&id, 3, "late")], Some("heir/1")).await;
+    assert_eq!(released, Err(lost("heir/1")));
     let (_, c) = commit(&h, vec![user("unfenced")]);
     b.commit(c).await.unwrap();
+    b.append_events(&id, vec![delta(&id, 3, "unfenced")], None).await.unwrap();
+    let seqs: Vec<u64> = a.read_events(&id, 0, 10).await.unwrap().iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, [1, 2, 3]);
 }
 
 /// `take_over_process_leases` gives every lease held for one process (its runs' holders are

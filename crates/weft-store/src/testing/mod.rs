@@ -64,7 +64,7 @@ pub use events::{
     event_log_after_every_seq, events_repeating_messages, reserve_seqs_never_overlap,
     wait_events_across_instances,
 };
-pub use leases::{due_sessions, lease_fences_commits, leases, process_leases};
+pub use leases::{due_sessions, lease_fences_writes, leases, process_leases};
 pub use sessions::{
     already_exists, append_only_order, checkpoints, concurrent_commits_conflict,
     delete_removes_everything, failures_fail_only_their_caller, invalid_writes_change_nothing,
@@ -136,7 +136,7 @@ checks!(
     owner_isolation,
     wait_events_across_instances,
     leases,
-    lease_fences_commits,
+    lease_fences_writes,
     process_leases,
     due_sessions,
     delete_removes_everything,

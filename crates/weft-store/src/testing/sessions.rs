@@ -101,7 +101,7 @@ pub async fn not_found(f: &dyn Subject) {
     let (_, c) = commit(&head(&id, None), vec![]);
     assert!(is_not_found(s.commit(c).await));
     assert!(is_not_found(s.reserve_seqs(&id, 3).await));
-    assert!(is_not_found(s.append_events(&id, vec![delta(&id, 1, "x")]).await));
+    assert!(is_not_found(s.append_events(&id, vec![delta(&id, 1, "x")], None).await));
     assert!(is_not_found(s.read_events(&id, 0, 10).await));
     assert!(is_not_found(s.wait_events(&id, 0, Duration::from_millis(50)).await));
     assert!(is_not_found(s.put_checkpoint(checkpoint(&id, "", "k1", 1, json!(1))).await));
@@ -202,7 +202,7 @@ pub async fn invalid_writes_change_nothing(f: &dyn Subject) {
     let s = &*store;
     let id = unique("inv");
     let h = create(s, &id, Some("olga"), vec![user("a")]).await;
-    s.append_events(&id, vec![delta(&id, 1, "x"), delta(&id, 2, "y")]).await.unwrap();
+    s.append_events(&id, vec![delta(&id, 1, "x"), delta(&id, 2, "y")], None).await.unwrap();
     let before = s.load(&id).await.unwrap().unwrap();
 
     // Wrong message count.
@@ -248,7 +248,7 @@ pub async fn invalid_writes_change_nothing(f: &dyn Subject) {
         vec![delta(&id, 0, "zero")],
         vec![delta("someone-else", 3, "c")],
     ] {
-        assert!(is_invalid(&s.append_events(&id, events).await));
+        assert!(is_invalid(&s.append_events(&id, events, None).await));
     }
     assert!(is_invalid(&s.reserve_seqs(&id, 0).await));
 
@@ -443,14 +443,17 @@ pub async fn failures_fail_only_their_caller(f: &dyn Subject) {
         let id = h.id.clone();
         let good = {
             let (s, id) = (Arc::clone(&s), id.clone());
-            tokio::spawn(
-                async move { ("good", s.append_events(&id, vec![delta(&id, 1, "ok")]).await) },
-            )
+            tokio::spawn(async move {
+                ("good", s.append_events(&id, vec![delta(&id, 1, "ok")], None).await)
+            })
         };
         let bad = {
             let (s, id) = (Arc::clone(&s), id.clone());
             tokio::spawn(async move {
-                ("bad", s.append_events(&id, vec![delta(&id, 5, "x"), delta(&id, 4, "y")]).await)
+                (
+                    "bad",
+                    s.append_events(&id, vec![delta(&id, 5, "x"), delta(&id, 4, "y")], None).await,
+                )
             })
         };
         let stale = {
