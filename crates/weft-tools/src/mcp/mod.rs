@@ -68,8 +68,8 @@ struct Shared {
     dead: AtomicU64,
     tools: Mutex<Vec<Arc<dyn Tool>>>,
     generation: AtomicU64,
-    /// Progress token → the call's delta channel, and where its progress stands.
-    progress: Mutex<HashMap<ProgressToken, CallProgress>>,
+    /// Where progress notifications go.
+    progress: Mutex<Routes>,
     /// The server said its tools changed.
     refresh: Notify,
     /// A call found the server hung: drop the connection and start again.
@@ -102,7 +102,7 @@ impl McpServer {
             peer,
             tools: Mutex::new(Vec::new()),
             generation: AtomicU64::new(0),
-            progress: Mutex::new(HashMap::new()),
+            progress: Mutex::new(Routes::default()),
             refresh: Notify::new(),
             restart: Notify::new(),
             connections: AtomicU64::new(0),
@@ -168,18 +168,21 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) {
         let call = {
-            let map =
-                self.shared.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            map.get(&params.progress_token).cloned()
-        };
-        if let Some((sender, counted)) = call {
-            let _ = sender.send(ToolEvent::Delta(progress_text(&params))).await;
-            if let Some(total) = params.total {
-                counted.send_modify(|c| {
-                    c.total_known = true;
-                    c.last_step_seen |= params.progress >= total;
-                });
+            let mut routes = self.shared.routes();
+            let call = routes.calls.get(&params.progress_token).cloned();
+            if call.is_none() {
+                // The server may report progress before the call that sent the request has
+                // registered its token (it is registered once the request is out): kept for it,
+                // a few at most.
+                if routes.early.len() == EARLY_KEPT {
+                    routes.early.pop_front();
+                }
+                routes.early.push_back(params.clone());
             }
+            call
+        };
+        if let Some(call) = call {
+            deliver(&call, &params).await;
         }
     }
 
@@ -190,6 +193,34 @@ impl ClientHandler for Handler {
 
 /// A call's delta channel, and where its progress stands.
 type CallProgress = (mpsc::Sender<ToolEvent>, watch::Sender<Counted>);
+
+/// How many progress notifications of calls not registered (yet) are kept.
+const EARLY_KEPT: usize = 32;
+
+/// Where progress notifications go: progress token → the call's delta channel and where its
+/// progress stands; and the last few that came before their call registered its token.
+#[derive(Default)]
+struct Routes {
+    calls: HashMap<ProgressToken, CallProgress>,
+    early: std::collections::VecDeque<ProgressNotificationParam>,
+}
+
+impl Shared {
+    fn routes(&self) -> std::sync::MutexGuard<'_, Routes> {
+        self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// One progress notification to its call: an output delta, and where the progress stands.
+async fn deliver((sender, counted): &CallProgress, params: &ProgressNotificationParam) {
+    let _ = sender.send(ToolEvent::Delta(progress_text(params))).await;
+    if let Some(total) = params.total {
+        counted.send_modify(|c| {
+            c.total_known = true;
+            c.last_step_seen |= params.progress >= total;
+        });
+    }
+}
 
 /// Where a call's progress stands, as its notifications have been handled.
 #[derive(Debug, Clone, Copy, Default)]
@@ -212,6 +243,8 @@ fn progress_text(params: &ProgressNotificationParam) -> String {
 type Service = RunningService<RoleClient, Handler>;
 
 async fn connect(shared: &Arc<Shared>) -> Result<Service, String> {
+    // A new connection numbers its progress tokens from the start again.
+    shared.routes().early.clear();
     let handler = Handler { shared: Arc::clone(shared) };
     let config = &shared.config;
     if let Some(command) = &config.command {
@@ -381,11 +414,7 @@ struct ProgressGuard<'a> {
 
 impl Drop for ProgressGuard<'_> {
     fn drop(&mut self) {
-        self.shared
-            .progress
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&self.token);
+        self.shared.routes().calls.remove(&self.token);
     }
 }
 
@@ -444,12 +473,20 @@ async fn call(
     let (handle, peer, number) = handle;
     let id = handle.id.clone();
     let (counted, mut progress) = watch::channel(Counted::default());
-    shared
-        .progress
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(handle.progress_token.clone(), (tx.clone(), counted));
+    let route: CallProgress = (tx.clone(), counted);
+    let early: std::collections::VecDeque<ProgressNotificationParam> = {
+        let mut routes = shared.routes();
+        routes.calls.insert(handle.progress_token.clone(), route.clone());
+        let token = &handle.progress_token;
+        let (mine, rest) = routes.early.drain(..).partition(|p| p.progress_token == *token);
+        routes.early = rest;
+        mine
+    };
     let _guard = ProgressGuard { shared, token: handle.progress_token.clone() };
+    // What the server reported before the token was registered comes first.
+    for params in &early {
+        deliver(&route, params).await;
+    }
     tokio::select! {
         response = handle.await_response() => match response {
             Ok(ServerResult::CallToolResult(result)) => {
