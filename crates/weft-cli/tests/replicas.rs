@@ -1,11 +1,17 @@
 //! Two `weft serve` processes on one Postgres database (the many-replicas setup): a session
 //! started on one is read, attached to live and resumed on the other; a run is executed by one
 //! replica at a time; after `kill -9` of the replica running a session, the other takes the run
-//! over from the store once its lease has expired, and the session goes on there.
+//! over from the store once its lease has expired, and the session goes on there. And chaos
+//! between them (`chaos.rs`), through TCP proxies (`proxy.rs`).
 //!
 //! Needs `WEFT_TEST_POSTGRES_URL` (`eval "$(bash .ci/postgres.sh)"`): without it the test says
 //! SKIPPED and passes, except under `CI=true`, where it fails.
 #![allow(clippy::unwrap_used)]
+
+#[path = "replicas/chaos.rs"]
+mod chaos;
+#[path = "replicas/proxy.rs"]
+mod proxy;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
