@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::json;
-use weft_agent::{Agent, Mode, Tool, tool_fn};
+use weft_agent::{Agent, Mode, ProcessIdentity, Tool, tool_fn};
 use weft_core::{Message, SessionStore, ToolSpec};
 use weft_llm::faux::{FauxProvider, FauxScript, FauxTurn};
 use weft_llm::{CancellationToken, ModelRequest, Provider, ProviderStream};
@@ -116,9 +116,19 @@ fn tools() -> Vec<Arc<dyn Tool>> {
 }
 
 /// An agent of one simulated process life, on `store`, its model drawing from `seed`.
-pub(crate) fn agent(store: Arc<dyn SessionStore>, seed: u64) -> Agent {
+/// The agent of one life, on `store`, with `identity` (a command line's, claimed in a folder)
+/// or, without one, a name of its own.
+pub(crate) fn agent(
+    store: Arc<dyn SessionStore>,
+    seed: u64,
+    identity: Option<ProcessIdentity>,
+) -> Agent {
     let model = Model { rng: Mutex::new(fastrand::Rng::with_seed(seed)) };
-    let mut builder = Agent::builder(model)
+    let mut builder = Agent::builder(model);
+    if let Some(identity) = identity {
+        builder = builder.identity(identity);
+    }
+    let mut builder = builder
         .store(store)
         .max_turns(8)
         .lease_ttl(LEASE_TTL)

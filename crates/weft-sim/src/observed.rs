@@ -66,6 +66,8 @@ pub struct Observed {
     pub events: u64,
     /// How many runs' results the clients received.
     pub results: u64,
+    /// Sessions a dead life left running that a command line's next life continued.
+    pub continued: u64,
     /// The promises broken.
     pub violations: Vec<String>,
     /// What each synced event was (for the reports): its kind, run and life.

@@ -6,7 +6,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures::StreamExt;
-use weft_agent::{Agent, Durability, ExecuteStream, RunOptions, SessionHandle, SessionOptions};
+use weft_agent::{
+    Agent, Durability, ExecuteError, ExecuteStream, ProcessIdentity, RunOptions, SessionHandle,
+    SessionOptions,
+};
 use weft_core::{
     AgentEvent, ApprovalDecision, Input, SessionStatus, SessionStore, ToolResultMessage,
 };
@@ -38,6 +41,9 @@ pub struct Summary {
     pub events: u64,
     /// Run results the clients received.
     pub results: u64,
+    /// Sessions a dead life left running that a command line's next life continued (its
+    /// input taken, the dead run taken over at once).
+    pub continued: u64,
 }
 
 /// A seed whose history broke a promise.
@@ -76,9 +82,38 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap_or_else(|e| panic!("a runtime: {e}"))
 }
 
+/// Mixed into a seed for the choices added after the first histories were saved (drawn from a
+/// generator of their own, they leave the rest of a seed's history as it was).
+const SALT: u64 = 0x05ee_dc11_1dea;
+
+/// A folder of identity slots, for a history of command-line processes (removed at the end).
+struct IdentityDir(std::path::PathBuf);
+
+impl IdentityDir {
+    fn new(seed: u64) -> Self {
+        let dir = format!("weft-sim-{}-{seed}-{:08x}", std::process::id(), fastrand::u32(..));
+        Self(std::env::temp_dir().join(dir))
+    }
+
+    /// The identity a new process claims here: the dead one's, its slot being free again.
+    fn claim(&self) -> ProcessIdentity {
+        ProcessIdentity::claim(&self.0).unwrap_or_else(|e| panic!("an identity slot: {e}"))
+    }
+}
+
+impl Drop for IdentityDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Plays the history of `seed`.
 pub fn run_seed(seed: u64) -> Result<Summary, Failure> {
     let mut rng = fastrand::Rng::with_seed(seed);
+    // A third of the histories are a command line's (`weft run` again and again on one
+    // `WEFT_HOME`): every life claims the same identity slot, and each life after a crash
+    // first continues the sessions the dead one left running, as `weft run --session` does.
+    let cli = (fastrand::Rng::with_seed(seed ^ SALT).u8(..3) == 0).then(|| IdentityDir::new(seed));
     let memory: Arc<dyn SessionStore> = Arc::new(MemoryStore::default());
     let faults = FaultStore::new(Arc::clone(&memory), rng.u64(..));
     let store: Arc<dyn SessionStore> = faults.clone();
@@ -89,15 +124,27 @@ pub fn run_seed(seed: u64) -> Result<Summary, Failure> {
     // expire their ttl after its last renewal.
     let mut clock = Clock::default();
     for life in 0..rough {
-        faults.set_plan(FaultPlan::seeded(&mut rng));
+        let plan = FaultPlan::seeded(&mut rng);
+        faults.set_plan(plan);
         let crash_at = Duration::from_millis(rng.u64(20..5000));
         let life_seed = rng.u64(..);
         let rt = runtime();
         let crashed = rt.block_on(async {
             clock.resume().await;
-            let agent = model::agent(Arc::clone(&store), life_seed);
+            let agent =
+                model::agent(Arc::clone(&store), life_seed, cli.as_ref().map(IdentityDir::claim));
+            let life_work = async {
+                if cli.is_some() && life > 0 {
+                    // The take-over of the dead process's leases is tried once (should the
+                    // store fail, they expire by themselves): checked with the store calm.
+                    faults.set_plan(FaultPlan::calm());
+                    continue_dead(&agent, &observed, life).await;
+                    faults.set_plan(plan);
+                }
+                workload(agent.clone(), Arc::clone(&observed), life, life_seed).await;
+            };
             let crashed = tokio::select! {
-                () = workload(agent, Arc::clone(&observed), life, life_seed) => false,
+                () = life_work => false,
                 () = tokio::time::sleep(crash_at) => true,
             };
             clock.stop();
@@ -117,7 +164,13 @@ pub fn run_seed(seed: u64) -> Result<Summary, Failure> {
         // Sessions whose process died after storing their run's end are held until the dead
         // lease expires: their recovery is over once it has.
         tokio::time::sleep(model::LEASE_TTL).await;
-        settle(model::agent(Arc::clone(&store), agent_seed), Arc::clone(&observed), rough).await;
+        let identity = cli.as_ref().map(IdentityDir::claim);
+        settle(
+            model::agent(Arc::clone(&store), agent_seed, identity),
+            Arc::clone(&observed),
+            rough,
+        )
+        .await;
     });
     drop(rt);
     check(&memory, &observed, seed, rough)?;
@@ -126,6 +179,7 @@ pub fn run_seed(seed: u64) -> Result<Summary, Failure> {
     summary.sessions = observed.sessions.len();
     summary.events = observed.events;
     summary.results = observed.results;
+    summary.continued = observed.continued;
     Ok(summary)
 }
 
@@ -165,6 +219,34 @@ fn check(
         Ok(())
     } else {
         Err(Failure { seed, life, violations: std::mem::take(&mut observed.violations) })
+    }
+}
+
+/// A command line's next run (`weft run --session ID "continue"`) on each session a dead life
+/// left running: with the dead process's identity, this process takes the dead run over at once
+/// and the input runs after it. Refused as already running, the session would be held by the
+/// dead lease for its whole ttl — longer than a command-line process that exits on the refusal
+/// lives: bricked.
+async fn continue_dead(agent: &Agent, observed: &Shared, life: u32) {
+    let ids = lock(observed).sessions.clone();
+    for id in ids {
+        let Ok(Some(handle)) = agent.session(&id).await else { continue };
+        if handle.status() != SessionStatus::Running {
+            continue;
+        }
+        match agent.execute_with(&handle, Input::text("continue"), RunOptions::default()).await {
+            Ok(stream) => {
+                lock(observed).continued += 1;
+                let observed = Arc::clone(observed);
+                tokio::spawn(consume(stream, observed, life, Durability::default()));
+            }
+            Err(ExecuteError::AlreadyRunning(_)) => lock(observed).broken(format!(
+                "session {id}: left running by a dead process with this one's identity, a new \
+                 input in life {life} was refused as already running (bricked until the dead \
+                 lease expires)"
+            )),
+            Err(_) => {}
+        }
     }
 }
 

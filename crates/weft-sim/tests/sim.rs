@@ -22,17 +22,21 @@ fn seeded_histories_keep_every_promise() {
     let count = env("WEFT_SIM_SEEDS", 500);
     let mut failures = Vec::new();
     let mut crashes = 0;
+    let mut continued = 0;
     let mut faults = weft_sim::FaultCounts::default();
     for seed in SAVED.iter().copied().chain(from..from + count) {
         match weft_sim::run_seed(seed) {
             Ok(summary) => {
                 crashes += summary.crashes_mid_work;
+                continued += summary.continued;
                 faults.add(&summary.faults);
             }
             Err(failure) => failures.push(failure.to_string()),
         }
     }
     assert!(failures.is_empty(), "{} seeds failed:\n{}", failures.len(), failures.join("\n"));
-    // The histories did what they are for: crashes in the middle of work, and faults.
+    // The histories did what they are for: crashes in the middle of work, faults, and sessions
+    // a crash left running continued by a command line's next run.
     assert!(crashes > 0 && faults.total() > 0, "{crashes} crashes, {faults:?}");
+    assert!(continued > 0, "no session was left running by a crash and continued");
 }
