@@ -68,6 +68,8 @@ pub struct Observed {
     pub results: u64,
     /// Sessions a dead life left running that a command line's next life continued.
     pub continued: u64,
+    /// Inputs sent once the run under way had ended (enqueued, or after interrupting it).
+    pub queued: u64,
     /// The promises broken.
     pub violations: Vec<String>,
     /// What each synced event was (for the reports): its kind, run and life.

@@ -44,6 +44,9 @@ pub struct Summary {
     /// Sessions a dead life left running that a command line's next life continued (its
     /// input taken, the dead run taken over at once).
     pub continued: u64,
+    /// Inputs sent once the run under way had ended (the `enqueue` and `interrupt` strategies)
+    /// and taken.
+    pub queued: u64,
 }
 
 /// A seed whose history broke a promise.
@@ -180,6 +183,7 @@ pub fn run_seed(seed: u64) -> Result<Summary, Failure> {
     summary.events = observed.events;
     summary.results = observed.results;
     summary.continued = observed.continued;
+    summary.queued = observed.queued;
     Ok(summary)
 }
 
@@ -254,7 +258,9 @@ async fn continue_dead(agent: &Agent, observed: &Shared, life: u32) {
 /// what its state calls for, or something it should refuse, or watch it, or abort it.
 async fn workload(agent: Agent, observed: Shared, life: u32, seed: u64) {
     let mut rng = fastrand::Rng::with_seed(seed);
-    let mut client = Client { agent, observed, life, tasks: Vec::new(), sent: HashMap::new() };
+    let side = fastrand::Rng::with_seed(seed ^ SALT);
+    let mut client =
+        Client { agent, observed, life, tasks: Vec::new(), sent: HashMap::new(), side };
     for _ in 0..rng.u32(3..24) {
         if let Some(id) = client.pick(&mut rng).await {
             client.step(&id, &mut rng).await;
@@ -273,6 +279,20 @@ struct Client {
     tasks: Vec<tokio::task::JoinHandle<()>>,
     /// The last answers sent to each session (sent again, late, sometimes).
     sent: HashMap<String, Input>,
+    /// Choices added after the first histories were saved (see [`SALT`]).
+    side: fastrand::Rng,
+}
+
+/// What a client does with an input for a session whose run goes on: the server's multitask
+/// strategies (`options.multitask`), played through the library as the server plays them.
+#[derive(Clone, Copy)]
+enum Multitask {
+    /// Sent as it is: refused.
+    Reject,
+    /// Sent once the run under way has ended.
+    Enqueue,
+    /// The run under way is aborted; the input is sent once it has ended.
+    Interrupt,
 }
 
 impl Client {
@@ -321,7 +341,15 @@ impl Client {
                     handle.abort().await;
                     return;
                 }
-                _ => Input::text("and another thing"),
+                _ => {
+                    let input = Input::text("and another thing");
+                    match [Multitask::Reject, Multitask::Enqueue, Multitask::Interrupt]
+                        [self.side.usize(..3)]
+                    {
+                        Multitask::Reject => input,
+                        strategy => return self.queue(&handle, input, strategy, durability),
+                    }
+                }
             },
             _ => {
                 if rng.u8(..6) == 0 {
@@ -343,6 +371,33 @@ impl Client {
             let (observed, life) = (Arc::clone(&self.observed), self.life);
             self.tasks.push(tokio::spawn(consume(stream, observed, life, durability)));
         }
+    }
+
+    /// An input sent once the run under way has ended (aborted first, to interrupt it), as the
+    /// server's `enqueue` and `interrupt` do; the workload goes on meanwhile.
+    fn queue(
+        &mut self,
+        handle: &SessionHandle,
+        input: Input,
+        strategy: Multitask,
+        durability: Durability,
+    ) {
+        let (agent, observed, life) = (self.agent.clone(), Arc::clone(&self.observed), self.life);
+        let handle = handle.clone();
+        self.tasks.push(tokio::spawn(async move {
+            if matches!(strategy, Multitask::Interrupt) {
+                handle.abort().await;
+            }
+            let mut events = std::pin::pin!(handle.subscribe(handle.last_seq()));
+            while events.next().await.is_some() {}
+            let options = RunOptions::default().durability(durability);
+            // Another client's input may have started a run in between: refused then, as the
+            // server's is after its tries.
+            if let Ok(stream) = agent.execute_with(&handle, input, options).await {
+                lock(&observed).queued += 1;
+                consume(stream, observed, life, durability).await;
+            }
+        }));
     }
 
     /// A watcher resuming after a random seq of the session's log.

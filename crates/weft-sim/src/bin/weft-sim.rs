@@ -31,8 +31,8 @@ fn main() {
         None => (value("--from").unwrap_or(1), value("--seeds").unwrap_or(500)),
     };
     let started = Instant::now();
-    let (mut faults, mut lives, mut crashes, mut events, mut continued, mut failed) =
-        (FaultCounts::default(), 0u64, 0u64, 0u64, 0u64, Vec::new());
+    let (mut faults, mut lives, mut crashes, mut events, mut continued, mut queued, mut failed) =
+        (FaultCounts::default(), 0u64, 0u64, 0u64, 0u64, 0u64, Vec::new());
     for seed in from..from + count {
         match run_seed(seed) {
             Ok(summary) => {
@@ -41,6 +41,7 @@ fn main() {
                 crashes += u64::from(summary.crashes_mid_work);
                 events += summary.events;
                 continued += summary.continued;
+                queued += summary.queued;
                 if count == 1 {
                     println!("{summary:?}");
                 }
@@ -56,7 +57,8 @@ fn main() {
     }
     println!(
         "seeds {from}..={}: {} failed; {lives} lives, {crashes} crashes mid-work, {events} events received, \
-         {continued} sessions continued after a crash by a command line's next run; \
+         {continued} sessions continued after a crash by a command line's next run, {queued} \
+         inputs enqueued or interrupting taken; \
          faults: {} transient, {} lost replies, {} refusals, {} delays, {} hangs, {} writer deaths; {:?}",
         from + count - 1,
         failed.len(),
