@@ -1585,10 +1585,23 @@ fn a_session_running_elsewhere_refuses_a_second_run() {
 /// `kill -9` of `weft run` mid-run leaves its session `running` under a lease that would hold
 /// for the lease ttl; the next `weft run --session` on the same `WEFT_HOME` takes the dead
 /// process's identity over, recovers that run at once, runs its own prompt after it, and says
-/// what happened.
+/// what happened. On the default store (SQLite).
 #[cfg(unix)]
 #[test]
 fn a_killed_runs_session_is_continued_at_once_by_the_next_run() {
+    killed_run_is_continued(&[]);
+}
+
+/// The same on a Postgres store.
+#[cfg(unix)]
+#[test]
+fn a_killed_runs_session_is_continued_at_once_on_postgres_too() {
+    let Some(url) = postgres_url() else { return };
+    killed_run_is_continued(&["--store", &url]);
+}
+
+#[cfg(unix)]
+fn killed_run_is_continued(store: &[&str]) {
     let home = Home::new();
     // The first turn streams slowly (about 1.5 s); the second answers the next prompt.
     let slow = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen";
@@ -1599,22 +1612,25 @@ fn a_killed_runs_session_is_continued_at_once_by_the_next_run() {
             {"text": "Second answer."}
         ]}),
     );
-    let mut child = home
-        .weft(&["run", "First?", "--json", "--script", script.path()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut args = vec!["run", "First?", "--json", "--script", script.path()];
+    args.extend_from_slice(store);
+    let mut child = home.weft(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let rx = read_stdout(&mut child);
-    wait_for(&mut child, &rx, "\"message_chunk\"");
+    let seen = wait_for(&mut child, &rx, "\"message_chunk\"");
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let o = home.run(&["sessions", "list", "--json"]);
-    let heads: Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!(heads[0]["status"], "running", "{heads}");
-    let id = heads[0]["id"].as_str().unwrap().to_string();
+    // The session the killed process streamed (the store may hold other tests' sessions).
+    let id = seen
+        .split("\"session_id\":\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no session id in {seen}"))
+        .to_string();
+    assert_eq!(home.show_json(&id, store)["head"]["status"], "running");
 
-    let o = home.run(&["run", "Second?", "--session", &id, "--script", script.path()]);
+    let mut args = vec!["run", "Second?", "--session", &id, "--script", script.path()];
+    args.extend_from_slice(store);
+    let o = home.run(&args);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
         stderr(&o).contains(&format!("session {id}: the previous run was interrupted; continuing")),
@@ -1622,7 +1638,7 @@ fn a_killed_runs_session_is_continued_at_once_by_the_next_run() {
         stderr(&o)
     );
     assert_eq!(stdout(&o), "Second answer.\n");
-    let shown = home.show_json(&id, &[]);
+    let shown = home.show_json(&id, store);
     assert_eq!(shown["head"]["status"], "completed");
     assert_eq!(
         conversation(&shown),
