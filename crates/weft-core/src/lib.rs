@@ -50,6 +50,7 @@ pub use history::History;
 pub use message::{
     AssistantContent, AssistantMessage, ImageContent, Message, Name, Role, StopReason, TextContent,
     ThinkingContent, TimestampMs, ToolCall, ToolResultMessage, UserContent, UserMessage, now_ms,
+    set_thread_clock,
 };
 pub use session::{ApprovalDecision, Input, Session};
 pub use state::{

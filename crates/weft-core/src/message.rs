@@ -587,12 +587,29 @@ pub enum Role {
     ToolResult,
 }
 
-/// The current time in milliseconds since the Unix epoch (0 if the clock is before it).
+std::thread_local! {
+    /// The clock [`now_ms`] reads on this thread instead of the system's, if one is set.
+    static CLOCK: std::cell::Cell<Option<fn() -> TimestampMs>> = const { std::cell::Cell::new(None) };
+}
+
+/// The current time in milliseconds since the Unix epoch (0 if the clock is before it): the
+/// system's, or the clock [`set_thread_clock`] set on this thread.
 pub fn now_ms() -> TimestampMs {
+    if let Some(clock) = CLOCK.with(std::cell::Cell::get) {
+        return clock();
+    }
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
+}
+
+/// Makes [`now_ms`] read `clock` on this thread (`None`: the system's clock again). For a
+/// simulation that runs a whole process on one thread in virtual time (a one-thread Tokio
+/// runtime with paused time): timestamps, remote-call deadlines and their sweeps then follow
+/// the simulated clock. Other threads are not affected.
+pub fn set_thread_clock(clock: Option<fn() -> TimestampMs>) {
+    CLOCK.with(|c| c.set(clock));
 }
 
 fn join_text(blocks: &[UserContent]) -> String {

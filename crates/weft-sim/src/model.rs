@@ -16,6 +16,9 @@ use weft_llm::{CancellationToken, ModelRequest, Provider, ProviderStream};
 pub(crate) const LEASE_TTL: Duration = Duration::from_secs(2);
 /// How often the sweeper looks for dead runs and expired calls.
 pub(crate) const SWEEP_INTERVAL: Duration = Duration::from_millis(200);
+/// How long a remote call or an approval waits for its answer (simulated): some are answered
+/// in time, some are not and are answered by the sweeper with an error.
+pub(crate) const REMOTE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// A model whose answers are drawn from a seeded generator.
 pub(crate) struct Model {
@@ -133,6 +136,7 @@ pub(crate) fn agent(
         .max_turns(8)
         .lease_ttl(LEASE_TTL)
         .sweep_interval(SWEEP_INTERVAL)
+        .remote_tool_timeout(REMOTE_TIMEOUT)
         .end_commit_timeout(Duration::from_millis(1200));
     for tool in tools() {
         builder = builder.shared_tool(tool);

@@ -70,6 +70,9 @@ pub struct Observed {
     pub continued: u64,
     /// Inputs sent once the run under way had ended (enqueued, or after interrupting it).
     pub queued: u64,
+    /// Remote calls the store holds answered by the sweeper, their deadline past (as of the
+    /// last check).
+    pub expired: u64,
     /// The promises broken.
     pub violations: Vec<String>,
     /// What each synced event was (for the reports): its kind, run and life.
@@ -157,6 +160,7 @@ impl Observed {
     /// Checks what the store holds against what the clients were told.
     pub async fn check_store(&mut self, store: &Arc<dyn SessionStore>, after_life: u32) {
         let sessions = self.sessions.clone();
+        self.expired = 0;
         for id in sessions {
             let log = match store.read_events(&id, 0, usize::MAX).await {
                 Ok(log) => log,
@@ -169,6 +173,15 @@ impl Observed {
             match store.load(&id).await {
                 Ok(Some(stored)) => {
                     let messages = stored.messages.shared().to_vec();
+                    self.expired += messages
+                        .iter()
+                        .filter(|m| match &***m {
+                            Message::ToolResult(r) => {
+                                r.is_error && r.text_content().ends_with("before its deadline")
+                            }
+                            _ => false,
+                        })
+                        .count() as u64;
                     self.check_answers(&id, &messages);
                     let counted = usage_of(&messages);
                     if self.react.contains(&id)

@@ -47,6 +47,8 @@ pub struct Summary {
     /// Inputs sent once the run under way had ended (the `enqueue` and `interrupt` strategies)
     /// and taken.
     pub queued: u64,
+    /// Remote calls answered by the sweeper once their deadline (simulated) had passed.
+    pub expired: u64,
 }
 
 /// A seed whose history broke a promise.
@@ -110,8 +112,49 @@ impl Drop for IdentityDir {
     }
 }
 
+/// Where simulated wall time starts: a fixed date, so that a history's timestamps are its own.
+const EPOCH_MS: u64 = 1_800_000_000_000;
+
+std::thread_local! {
+    /// The simulated instant a history's wall time counts from.
+    static ORIGIN: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) };
+}
+
+/// Wall time in the simulation: [`EPOCH_MS`] plus the simulated time since the history began
+/// (what `weft_core::now_ms` reads on this thread while a seed plays): remote-call deadlines
+/// and their sweeps happen in simulated time, like leases.
+fn simulated_ms() -> u64 {
+    let now = tokio::time::Instant::now().into_std();
+    let origin = ORIGIN.with(std::cell::Cell::get).unwrap_or(now);
+    EPOCH_MS + u64::try_from(now.saturating_duration_since(origin).as_millis()).unwrap_or(0)
+}
+
+/// The simulated wall clock, on this thread for as long as it lives.
+struct SimulatedWallClock;
+
+impl SimulatedWallClock {
+    fn install() -> Self {
+        ORIGIN.with(|o| o.set(None));
+        weft_core::set_thread_clock(Some(simulated_ms));
+        Self
+    }
+
+    /// Called in the first life's runtime: wall time starts now.
+    fn start(&self) {
+        ORIGIN.with(|o| o.set(Some(tokio::time::Instant::now().into_std())));
+    }
+}
+
+impl Drop for SimulatedWallClock {
+    fn drop(&mut self) {
+        weft_core::set_thread_clock(None);
+        ORIGIN.with(|o| o.set(None));
+    }
+}
+
 /// Plays the history of `seed`.
 pub fn run_seed(seed: u64) -> Result<Summary, Failure> {
+    let wall = SimulatedWallClock::install();
     let mut rng = fastrand::Rng::with_seed(seed);
     // A third of the histories are a command line's (`weft run` again and again on one
     // `WEFT_HOME`): every life claims the same identity slot, and each life after a crash
@@ -134,6 +177,9 @@ pub fn run_seed(seed: u64) -> Result<Summary, Failure> {
         let rt = runtime();
         let crashed = rt.block_on(async {
             clock.resume().await;
+            if life == 0 {
+                wall.start();
+            }
             let agent =
                 model::agent(Arc::clone(&store), life_seed, cli.as_ref().map(IdentityDir::claim));
             let life_work = async {
@@ -184,6 +230,7 @@ pub fn run_seed(seed: u64) -> Result<Summary, Failure> {
     summary.results = observed.results;
     summary.continued = observed.continued;
     summary.queued = observed.queued;
+    summary.expired = observed.expired;
     Ok(summary)
 }
 
@@ -527,7 +574,10 @@ async fn settle(agent: Agent, observed: Shared, life: u32) {
             continue;
         };
         let mut asked = false;
-        for _ in 0..16 {
+        // Sixteen inputs at most; waits for a run under way (a suspended run resumed by the
+        // sweeper when its calls' deadline passed, say) do not count, up to the settle time.
+        let (mut inputs, until) = (0, tokio::time::Instant::now() + SETTLE);
+        while inputs < 16 && tokio::time::Instant::now() < until {
             let input = match handle.status() {
                 SessionStatus::AwaitingApproval => Input::Approvals {
                     approvals: handle
@@ -557,6 +607,7 @@ async fn settle(agent: Agent, observed: Shared, life: u32) {
                 }
                 _ => break,
             };
+            inputs += 1;
             match agent.execute(&handle, input).await {
                 Ok(stream) => consume(stream, Arc::clone(&observed), life, Durability::Async).await,
                 Err(error) => {

@@ -31,8 +31,9 @@ fn main() {
         None => (value("--from").unwrap_or(1), value("--seeds").unwrap_or(500)),
     };
     let started = Instant::now();
-    let (mut faults, mut lives, mut crashes, mut events, mut continued, mut queued, mut failed) =
-        (FaultCounts::default(), 0u64, 0u64, 0u64, 0u64, 0u64, Vec::new());
+    let (mut faults, mut lives, mut crashes, mut events) =
+        (FaultCounts::default(), 0u64, 0u64, 0u64);
+    let (mut continued, mut queued, mut expired, mut failed) = (0u64, 0u64, 0u64, Vec::new());
     for seed in from..from + count {
         match run_seed(seed) {
             Ok(summary) => {
@@ -42,6 +43,7 @@ fn main() {
                 events += summary.events;
                 continued += summary.continued;
                 queued += summary.queued;
+                expired += summary.expired;
                 if count == 1 {
                     println!("{summary:?}");
                 }
@@ -58,7 +60,7 @@ fn main() {
     println!(
         "seeds {from}..={}: {} failed; {lives} lives, {crashes} crashes mid-work, {events} events received, \
          {continued} sessions continued after a crash by a command line's next run, {queued} \
-         inputs enqueued or interrupting taken; \
+         inputs enqueued or interrupting taken, {expired} remote calls expired; \
          faults: {} transient, {} lost replies, {} refusals, {} delays, {} hangs, {} writer deaths; {:?}",
         from + count - 1,
         failed.len(),
