@@ -227,6 +227,13 @@ impl SessionHandle {
         state.run.is_some() && state.recovering
     }
 
+    /// Whether a run of this process has the session (started, resumed or recovering here, until
+    /// it has published its end). A session [`Running`](SessionStatus::Running) without one is
+    /// run by another process, or was left running by one that died.
+    pub fn is_running_here(&self) -> bool {
+        self.lock().run.is_some()
+    }
+
     /// Waits until no recovery of this process has the session.
     pub(crate) async fn wait_recovered(&self) {
         loop {

@@ -285,18 +285,31 @@ async fn continue_dead(agent: &Agent, observed: &Shared, life: u32) {
         if handle.status() != SessionStatus::Running {
             continue;
         }
-        match agent.execute_with(&handle, Input::text("continue"), RunOptions::default()).await {
-            Ok(stream) => {
-                lock(observed).continued += 1;
-                let observed = Arc::clone(observed);
-                tokio::spawn(consume(stream, observed, life, Durability::default()));
+        // A run of this process may hold the session (the sweeper resuming it once its calls'
+        // deadline passed): the input is sent again once it has ended. Refused with no run of
+        // this process under way, the session is held by the dead process's lease: the brick.
+        for _ in 0..20 {
+            let input = Input::text("continue");
+            match agent.execute_with(&handle, input, RunOptions::default()).await {
+                Ok(stream) => {
+                    lock(observed).continued += 1;
+                    let observed = Arc::clone(observed);
+                    tokio::spawn(consume(stream, observed, life, Durability::default()));
+                }
+                Err(ExecuteError::AlreadyRunning(_)) if handle.is_running_here() => {
+                    let mut events = std::pin::pin!(handle.subscribe(handle.last_seq()));
+                    let ended = async { while events.next().await.is_some() {} };
+                    let _ = tokio::time::timeout(SETTLE, ended).await;
+                    continue;
+                }
+                Err(ExecuteError::AlreadyRunning(_)) => lock(observed).broken(format!(
+                    "session {id}: left running by a dead process with this one's identity, a \
+                     new input in life {life} was refused as already running with no run of \
+                     this process under way (bricked until the dead lease expires)"
+                )),
+                Err(_) => {}
             }
-            Err(ExecuteError::AlreadyRunning(_)) => lock(observed).broken(format!(
-                "session {id}: left running by a dead process with this one's identity, a new \
-                 input in life {life} was refused as already running (bricked until the dead \
-                 lease expires)"
-            )),
-            Err(_) => {}
+            break;
         }
     }
 }
