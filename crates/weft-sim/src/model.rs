@@ -10,6 +10,7 @@ use serde_json::json;
 use weft_agent::{Agent, Mode, ProcessIdentity, Tool, tool_fn};
 use weft_core::{Message, SessionStore, ToolSpec};
 use weft_llm::faux::{FauxProvider, FauxScript, FauxTurn};
+use weft_llm::models::ModelRegistry;
 use weft_llm::{CancellationToken, ModelRequest, Provider, ProviderStream};
 
 /// How long a run's lease lasts: a dead run is taken over this long after its last renewal.
@@ -20,10 +21,16 @@ pub(crate) const SWEEP_INTERVAL: Duration = Duration::from_millis(200);
 /// in time, some are not and are answered by the sweeper with an error.
 pub(crate) const REMOTE_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// A model whose answers are drawn from a seeded generator.
+/// A model whose answers are drawn from a seeded generator, each with a usage (from the length
+/// of the conversation, so that no draw of the generator changes) and a cost at these prices.
 pub(crate) struct Model {
     rng: Mutex<fastrand::Rng>,
+    prices: Arc<ModelRegistry>,
 }
+
+/// The simulated model's prices, US dollars per million tokens.
+const PRICES: &str =
+    r#"{"models": [{"provider": "faux", "id": "faux", "prices": {"input": 3, "output": 15}}]}"#;
 
 impl Model {
     fn words(rng: &mut fastrand::Rng, what: &str, n: usize) -> String {
@@ -37,8 +44,10 @@ impl Model {
         let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
         let rng = &mut *rng;
         let n = request.messages.len();
-        let base =
-            FauxTurn::default().with_chunk_size(rng.usize(2..9)).with_delay_ms(rng.u64(1..30));
+        let base = FauxTurn::default()
+            .with_chunk_size(rng.usize(2..9))
+            .with_delay_ms(rng.u64(1..30))
+            .with_usage(100 + 7 * n as u64, 20 + 3 * n as u64);
         let after_tools = matches!(request.messages.last(), Some(Message::ToolResult(_)));
         let scenario = if after_tools && rng.u8(..4) != 0 { rng.u8(..2) } else { rng.u8(..9) };
         let mut id = |k: u32| format!("call-{n}-{k}-{:08x}", rng.u32(..));
@@ -71,7 +80,9 @@ impl Provider for Model {
 
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ProviderStream {
         let turn = self.turn(&request);
-        FauxProvider::new(FauxScript::new([turn])).stream(request, cancel)
+        FauxProvider::new(FauxScript::new([turn]))
+            .with_registry(Arc::clone(&self.prices))
+            .stream(request, cancel)
     }
 }
 
@@ -126,7 +137,9 @@ pub(crate) fn agent(
     seed: u64,
     identity: Option<ProcessIdentity>,
 ) -> Agent {
-    let model = Model { rng: Mutex::new(fastrand::Rng::with_seed(seed)) };
+    let prices = ModelRegistry::from_json(PRICES)
+        .unwrap_or_else(|e| panic!("the simulated model's prices are valid: {e}"));
+    let model = Model { rng: Mutex::new(fastrand::Rng::with_seed(seed)), prices: Arc::new(prices) };
     let mut builder = Agent::builder(model);
     if let Some(identity) = identity {
         builder = builder.identity(identity);

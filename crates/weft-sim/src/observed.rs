@@ -183,14 +183,20 @@ impl Observed {
                         })
                         .count() as u64;
                     self.check_answers(&id, &messages);
-                    let counted = usage_of(&messages);
-                    if self.react.contains(&id)
-                        && stored.head.status != SessionStatus::Running
-                        && stored.head.usage != counted
-                    {
+                    let (counted, cost) = usage_of(&messages);
+                    let resting =
+                        self.react.contains(&id) && stored.head.status != SessionStatus::Running;
+                    if resting && stored.head.usage != counted {
                         self.violation(format!(
                             "session {id}: its usage ({:?}) is not its messages' ({counted:?})",
                             stored.head.usage
+                        ));
+                    }
+                    // Summed in another order, the same costs differ in the last bits at most.
+                    let total = stored.head.cost.total;
+                    if resting && (total - cost).abs() > 1e-9 * cost.abs().max(1.0) {
+                        self.violation(format!(
+                            "session {id}: its cost ({total}) is not its messages' ({cost})"
                         ));
                     }
                 }
@@ -281,12 +287,14 @@ impl Observed {
 }
 
 /// The usage the session's messages add up to.
-fn usage_of(messages: &[Arc<Message>]) -> Usage {
-    let mut usage = Usage::default();
+/// The usage of the assistant messages among `messages`, and their cost in total.
+fn usage_of(messages: &[Arc<Message>]) -> (Usage, f64) {
+    let (mut usage, mut cost) = (Usage::default(), 0.0);
     for message in messages {
         if let Message::Assistant(a) = &**message {
             usage += a.usage;
+            cost += a.cost.as_ref().map_or(0.0, |c| c.total);
         }
     }
-    usage
+    (usage, cost)
 }
