@@ -715,10 +715,10 @@ async fn events_the_store_refuses_for_good_are_not_retried_and_the_run_is_told()
     assert_eq!(spy.appends(), after_end, "refused events were sent again");
 }
 
-/// After a run whose events the store refused, the next run of the same session is written as
-/// usual: neither the refused events nor the refusal are carried into it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn after_a_refused_run_the_next_run_is_stored_whole() {
+/// An agent on a real SQLite file seen through a spy, whose model answers two runs with 400
+/// characters of prose each, in 8-character deltas; and a session of it.
+async fn two_runs_on_a_spied_store()
+-> (tempfile::TempDir, Arc<common::Spy>, Agent, weft_agent::SessionHandle) {
     let dir = tempfile::tempdir().unwrap();
     let spy = Arc::new(common::Spy::new(sqlite(&dir).await));
     let provider = Recording::new([
@@ -727,6 +727,14 @@ async fn after_a_refused_run_the_next_run_is_stored_whole() {
     ]);
     let agent = Agent::builder(provider).store(spy.clone()).build().unwrap();
     let session = agent.create_session(SessionOptions::default()).await.unwrap();
+    (dir, spy, agent, session)
+}
+
+/// After a run whose events the store refused, the next run of the same session is written as
+/// usual: neither the refused events nor the refusal are carried into it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_refused_run_the_next_run_is_stored_whole() {
+    let (_dir, spy, agent, session) = two_runs_on_a_spied_store().await;
     let id = session.id();
 
     spy.refuse_appends.store(1, std::sync::atomic::Ordering::SeqCst);
@@ -756,14 +764,7 @@ async fn after_a_refused_run_the_next_run_is_stored_whole() {
 /// is read only after the session's next run has ended, streams none of the next run's events.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_off_runs_stream_read_late_holds_nothing_of_the_next_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let spy = Arc::new(common::Spy::new(sqlite(&dir).await));
-    let provider = Recording::new([
-        FauxTurn::text(prose(400)).with_chunk_size(8).with_delay_ms(1),
-        FauxTurn::text(prose(400)).with_chunk_size(8).with_delay_ms(1),
-    ]);
-    let agent = Agent::builder(provider).store(spy.clone()).build().unwrap();
-    let session = agent.create_session(SessionOptions::default()).await.unwrap();
+    let (_dir, spy, agent, session) = two_runs_on_a_spied_store().await;
 
     spy.refuse_appends.store(1, std::sync::atomic::Ordering::SeqCst);
     let mut first = agent.execute(&session, Input::text("one")).await.unwrap().records();

@@ -297,9 +297,7 @@ async fn continue_dead(agent: &Agent, observed: &Shared, life: u32) {
                     tokio::spawn(consume(stream, observed, life, Durability::default()));
                 }
                 Err(ExecuteError::AlreadyRunning(_)) if handle.is_running_here() => {
-                    let mut events = std::pin::pin!(handle.subscribe(handle.last_seq()));
-                    let ended = async { while events.next().await.is_some() {} };
-                    let _ = tokio::time::timeout(SETTLE, ended).await;
+                    let _ = tokio::time::timeout(SETTLE, run_ended(&handle)).await;
                     continue;
                 }
                 Err(ExecuteError::AlreadyRunning(_)) => lock(observed).broken(format!(
@@ -312,6 +310,13 @@ async fn continue_dead(agent: &Agent, observed: &Shared, life: u32) {
             break;
         }
     }
+}
+
+/// Returns once the run under way on the session (if any) has ended: its stream to its end, as
+/// the server's `enqueue` waits.
+async fn run_ended(handle: &SessionHandle) {
+    let mut events = std::pin::pin!(handle.subscribe(handle.last_seq()));
+    while events.next().await.is_some() {}
 }
 
 /// What the clients of one life do, `steps` times: pick a session (or make one) and send it
@@ -448,8 +453,7 @@ impl Client {
             if matches!(strategy, Multitask::Interrupt) {
                 handle.abort().await;
             }
-            let mut events = std::pin::pin!(handle.subscribe(handle.last_seq()));
-            while events.next().await.is_some() {}
+            run_ended(&handle).await;
             let options = RunOptions::default().durability(durability);
             // Another client's input may have started a run in between: refused then, as the
             // server's is after its tries.

@@ -66,7 +66,7 @@ enum Fetch {
     End,
 }
 
-pub(super) enum RemoteTail {
+enum RemoteTail {
     Events(Vec<Arc<EventRecord>>),
     Wait,
     End,
