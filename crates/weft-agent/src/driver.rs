@@ -593,9 +593,9 @@ impl Driver {
         } = launch;
         let session_id = session.id();
         let hub = session.hub();
-        hub.start_run(durability, lease.as_ref().map(|l| Arc::clone(l.holder())));
-        let after_seq = hub.last_seq();
         let run_id_shared: Arc<str> = Arc::from(run_id.as_str());
+        hub.start_run(&run_id_shared, durability, lease.as_ref().map(|l| Arc::clone(l.holder())));
+        let after_seq = hub.last_seq();
         let events = hub.subscribe(after_seq, true, Some(Arc::clone(&run_id_shared)));
         let (result_tx, result_rx) = tokio::sync::oneshot::channel();
         let mut run = Run::new(

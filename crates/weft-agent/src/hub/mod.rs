@@ -141,6 +141,12 @@ struct HubState {
     /// watcher sees past what the store has, whatever run publishes now (a watcher behind a
     /// `sync` run's end that was not stored must not be shown it by the next run).
     sync_last: u64,
+    /// The run started here last (the run under way, if `live`): a refusal of an earlier run's
+    /// events is that run's, not this one's.
+    run: Option<Arc<str>>,
+    /// Appends under a fence the persister has under way: the run lets go of its lease only
+    /// once they are over (see [`Hub::fenced_writes_over`]).
+    fenced_writes: usize,
 }
 
 impl HubState {
@@ -194,6 +200,8 @@ impl Hub {
                 sync_last: 0,
                 fence: None,
                 fence_lost: false,
+                run: None,
+                fenced_writes: 0,
             }),
             published: Notify::new(),
             pending: Notify::new(),
@@ -219,12 +227,18 @@ impl Hub {
             && (self.store.is_none() || state.last_seq - state.persisted > LAG_EVENTS as u64)
     }
 
-    /// A run of this process starts publishing, stored as `durability` says, its events fenced
-    /// by its lease's holder (`fence`): the persister runs until it ends.
-    pub(crate) fn start_run(self: &Arc<Self>, durability: Durability, fence: Option<Arc<str>>) {
+    /// A run of this process (`run`) starts publishing, stored as `durability` says, its events
+    /// fenced by its lease's holder (`fence`): the persister runs until it ends.
+    pub(crate) fn start_run(
+        self: &Arc<Self>,
+        run: &Arc<str>,
+        durability: Durability,
+        fence: Option<Arc<str>>,
+    ) {
         let spawn = {
             let mut state = self.lock();
             state.live = true;
+            state.run = Some(Arc::clone(run));
             state.fence = fence;
             state.fence_lost = false;
             state.unnumbered = None;
@@ -268,6 +282,56 @@ impl Hub {
         if !state.fence_lost {
             state.fence = None;
         }
+    }
+
+    /// Returns once no append under a fence is under way, or after `within`. A run lets go of
+    /// its lease after this: an append sent under the lease and applied after the release would
+    /// be refused as if another process had taken the run over, and the run's own events would
+    /// be lost.
+    pub(crate) async fn fenced_writes_over(&self, within: Duration) {
+        let wait = async {
+            loop {
+                // Registered before looking, so a write after the look wakes us.
+                let written = self.written.notified();
+                tokio::pin!(written);
+                written.as_mut().enable();
+                if self.lock().fenced_writes == 0 {
+                    return;
+                }
+                written.await;
+            }
+        };
+        if tokio::time::timeout(within, wait).await.is_err() {
+            tracing::warn!(session_id = %self.session_id, "an append under the run's lease is still under way; letting the lease go all the same");
+        }
+    }
+
+    /// A refusal for good of the events from `first` on, of `run`: `true` if `run` is the run
+    /// started here last, whose refusal it is (see the persister). Otherwise the refused events
+    /// are an earlier run's tail, which the store will never have: they leave memory (no
+    /// watcher is shown them from now on; one waiting behind a `sync` run's tail is shown the
+    /// next run's events instead, and its stream ends there without the run's end) and
+    /// nothing of the run under way is cut.
+    pub(super) fn refused_at(&self, run: &Arc<str>, first: u64) -> bool {
+        let mut state = self.lock();
+        if state.run.as_ref().is_some_and(|r| Arc::ptr_eq(r, run) || **r == **run) {
+            return true;
+        }
+        let start = first_at_or_after(&state.events, first);
+        let count = state
+            .events
+            .range(start..)
+            .take_while(|r| Arc::ptr_eq(&r.run_id, run) || *r.run_id == **run)
+            .count();
+        let dropped = state.events.drain(start..start + count).next_back().map(|r| r.seq);
+        // Nothing is waited for there any more (a barrier of the run under way counts them as
+        // done); what failed was the earlier run's write: the next write says how the store is.
+        state.refused = state.refused.max(dropped.unwrap_or(0));
+        state.failure = None;
+        drop(state);
+        self.published.notify_waiters();
+        self.written.notify_waiters();
+        false
     }
 
     /// The run ended (its last event is published): watchers following it may stop.
@@ -480,7 +544,8 @@ impl Hub {
                 if let Some(refusal) = state.refusal.clone() {
                     return Err(refusal);
                 }
-                if state.persisted >= target {
+                // Refused seqs of an earlier run are never stored: not waited for.
+                if state.persisted.max(state.refused) >= target {
                     return Ok(());
                 }
                 if let Some(failure) = state.failure.clone() {

@@ -40,7 +40,11 @@ pub(super) async fn persister(hub: Arc<Hub>) {
             continue;
         }
         let (first, last) = (batch[0].seq, batch[batch.len() - 1].seq);
-        match store.append_events(&hub.session_id, batch, fence.as_deref()).await {
+        let run = Arc::clone(&batch[0].run_id);
+        let fenced = fence.is_some().then(|| FencedWrite::start(&hub));
+        let written = store.append_events(&hub.session_id, batch, fence.as_deref()).await;
+        drop(fenced);
+        match written {
             Ok(()) => {
                 backoff = PERSIST_EVERY;
                 last_write = Some(tokio::time::Instant::now());
@@ -60,6 +64,11 @@ pub(super) async fn persister(hub: Arc<Hub>) {
                         tracing::warn!(session_id = %hub.session_id, %error, first, kept, "the store had these events already (an earlier write's answer was lost)");
                         backoff = PERSIST_EVERY;
                         hub.persisted_up_to(kept);
+                    }
+                    Kept::No if !hub.refused_at(&run, first) => {
+                        // An earlier run's tail (sent before its run let go of its lease, say):
+                        // gone from memory; the run under way goes on.
+                        tracing::error!(session_id = %hub.session_id, %error, first, last, "the store refused an earlier run's events for good; they are not retried");
                     }
                     Kept::No => {
                         // Retrying would get the same answer forever (and keep this task and the
@@ -85,6 +94,23 @@ pub(super) async fn persister(hub: Arc<Hub>) {
                 }
             }
         }
+    }
+}
+
+/// An append under a fence under way, counted while it lives (see `Hub::fenced_writes_over`).
+struct FencedWrite<'a>(&'a Hub);
+
+impl<'a> FencedWrite<'a> {
+    fn start(hub: &'a Hub) -> Self {
+        hub.lock().fenced_writes += 1;
+        Self(hub)
+    }
+}
+
+impl Drop for FencedWrite<'_> {
+    fn drop(&mut self) {
+        self.0.lock().fenced_writes -= 1;
+        self.0.written.notify_waiters();
     }
 }
 

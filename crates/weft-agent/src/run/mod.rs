@@ -32,6 +32,10 @@ use crate::tool::ToolContext;
 
 mod boundary;
 
+/// How long a run that ends waits for the persister's append under its lease to come back
+/// before it lets the lease go (a store that hangs is not waited for longer).
+const FENCED_WRITES_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A model call made in a node run of its own ([`Run::model_node`]).
 struct ModelNode {
     /// The run's state before the node.
@@ -262,6 +266,7 @@ impl Run {
         if let Some(lease) = self.lease.take() {
             self.session.lock().fence = None;
             self.emitter.hub().release_fence();
+            self.emitter.hub().fenced_writes_over(FENCED_WRITES_WAIT).await;
             lease.release().await;
         }
         let hub = Arc::clone(self.emitter.hub());
