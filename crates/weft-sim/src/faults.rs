@@ -149,7 +149,8 @@ struct State {
 /// A store that passes every call on to `inner`, except the faults its plan draws.
 pub struct FaultStore {
     inner: Arc<dyn SessionStore>,
-    state: Mutex<State>,
+    /// Shared with the same history's stores over `inner` reopened (see [`Self::over`]).
+    state: Arc<Mutex<State>>,
 }
 
 impl FaultStore {
@@ -157,13 +158,19 @@ impl FaultStore {
     pub fn new(inner: Arc<dyn SessionStore>, seed: u64) -> Arc<Self> {
         Arc::new(Self {
             inner,
-            state: Mutex::new(State {
+            state: Arc::new(Mutex::new(State {
                 rng: fastrand::Rng::with_seed(seed),
                 plan: FaultPlan::calm(),
                 dead: false,
                 counts: FaultCounts::default(),
-            }),
+            })),
         })
+    }
+
+    /// The same faults over `inner` (the store reopened by a new process): the plan, the
+    /// generator and the counts go on from this one's.
+    pub fn over(&self, inner: Arc<dyn SessionStore>) -> Arc<Self> {
+        Arc::new(Self { inner, state: Arc::clone(&self.state) })
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

@@ -21,11 +21,13 @@
 //!
 //! [`run_seed`] plays one seed; a failure names it with the command that replays it.
 
+mod backend;
 mod faults;
 mod model;
 mod observed;
 mod world;
 
+pub use backend::Backend;
 pub use faults::{FaultCounts, FaultPlan, FaultStore};
 pub use observed::Observed;
-pub use world::{Failure, Summary, run_seed};
+pub use world::{Failure, Summary, run_seed, run_seed_on};

@@ -5,6 +5,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::backend::{Backend, Place};
+use crate::faults::{FaultCounts, FaultPlan, FaultStore};
+use crate::model;
+use crate::observed::Observed;
 use futures::StreamExt;
 use weft_agent::{
     Agent, Durability, ExecuteError, ExecuteStream, ProcessIdentity, RunOptions, SessionHandle,
@@ -13,11 +17,6 @@ use weft_agent::{
 use weft_core::{
     AgentEvent, ApprovalDecision, Input, SessionStatus, SessionStore, ToolResultMessage,
 };
-use weft_store::MemoryStore;
-
-use crate::faults::{FaultCounts, FaultPlan, FaultStore};
-use crate::model;
-use crate::observed::Observed;
 
 /// The most sessions one history has.
 const MAX_SESSIONS: usize = 3;
@@ -56,6 +55,8 @@ pub struct Summary {
 pub struct Failure {
     /// The seed.
     pub seed: u64,
+    /// The store it played on.
+    pub backend: Backend,
     /// The life after which the promises were checked and found broken.
     pub life: u32,
     /// What was broken.
@@ -68,7 +69,11 @@ impl std::fmt::Display for Failure {
         for violation in &self.violations {
             writeln!(f, "  - {violation}")?;
         }
-        write!(f, "replay: cargo run -p weft-sim --release -- --seed {}", self.seed)
+        write!(f, "replay: cargo run -p weft-sim --release -- --seed {}", self.seed)?;
+        if self.backend != Backend::Memory {
+            write!(f, " --store {}", self.backend)?;
+        }
+        Ok(())
     }
 }
 
@@ -76,15 +81,6 @@ type Shared = Arc<Mutex<Observed>>;
 
 fn lock(observed: &Shared) -> MutexGuard<'_, Observed> {
     observed.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A process's runtime: one thread, simulated time.
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap_or_else(|e| panic!("a runtime: {e}"))
 }
 
 /// Mixed into a seed for the choices added after the first histories were saved (drawn from a
@@ -152,34 +148,55 @@ impl Drop for SimulatedWallClock {
     }
 }
 
-/// Plays the history of `seed`.
+/// Plays the history of `seed` on the memory store.
 pub fn run_seed(seed: u64) -> Result<Summary, Failure> {
-    let wall = SimulatedWallClock::install();
+    run_seed_on(seed, &Backend::Memory)
+}
+
+/// Plays the history of `seed` on `backend`. On the memory store a seed plays the same history
+/// every time; on a database, whose I/O runs on threads of its own, the order in which two
+/// calls under way at once return may differ, and with it what follows.
+pub fn run_seed_on(seed: u64, backend: &Backend) -> Result<Summary, Failure> {
+    let wall = backend.simulated_time().then(SimulatedWallClock::install);
+    let broken = |life, violation: String| Failure {
+        seed,
+        backend: backend.clone(),
+        life,
+        violations: vec![violation],
+    };
     let mut rng = fastrand::Rng::with_seed(seed);
     // A third of the histories are a command line's (`weft run` again and again on one
     // `WEFT_HOME`): every life claims the same identity slot, and each life after a crash
     // first continues the sessions the dead one left running, as `weft run --session` does.
     let cli = (fastrand::Rng::with_seed(seed ^ SALT).u8(..3) == 0).then(|| IdentityDir::new(seed));
-    let memory: Arc<dyn SessionStore> = Arc::new(MemoryStore::default());
-    let faults = FaultStore::new(Arc::clone(&memory), rng.u64(..));
-    let store: Arc<dyn SessionStore> = faults.clone();
+    let place = backend.place(seed);
+    backend
+        .runtime()
+        .block_on(place.make())
+        .map_err(|e| broken(0, format!("the store cannot be made: {e}")))?;
+    let lives = Lives { backend, place: &place, fault_seed: rng.u64(..), root: None };
     let observed: Shared = Arc::default();
     let rough = rng.u32(1..=4);
     let mut summary = Summary { seed, lives: rough + 1, ..Summary::default() };
     // Simulated time goes on across lives: a restart takes none, and a dead process's leases
     // expire their ttl after its last renewal.
-    let mut clock = Clock::default();
+    let mut clock = Clock { simulated: backend.simulated_time(), stopped: None };
+    let mut lives = lives;
     for life in 0..rough {
         let plan = FaultPlan::seeded(&mut rng);
-        faults.set_plan(plan);
         let crash_at = Duration::from_millis(rng.u64(20..5000));
         let life_seed = rng.u64(..);
-        let rt = runtime();
+        let rt = backend.runtime();
         let crashed = rt.block_on(async {
             clock.resume().await;
-            if life == 0 {
+            if life == 0
+                && let Some(wall) = &wall
+            {
                 wall.start();
             }
+            let faults = lives.open().await.map_err(|e| broken(life, e))?;
+            faults.set_plan(plan);
+            let store: Arc<dyn SessionStore> = faults.clone();
             let agent =
                 model::agent(Arc::clone(&store), life_seed, cli.as_ref().map(IdentityDir::claim));
             let life_work = async {
@@ -197,34 +214,31 @@ pub fn run_seed(seed: u64) -> Result<Summary, Failure> {
                 () = tokio::time::sleep(crash_at) => true,
             };
             clock.stop();
-            crashed
-        });
-        // The crash: every task of the life (runs, persisters, leases, the sweeper) dies
-        // wherever it is.
+            Ok(crashed)
+        })?;
+        // The crash: every task of the life (runs, persisters, leases, the sweeper, the
+        // store's connections) dies wherever it is.
         drop(rt);
         summary.crashes_mid_work += u32::from(crashed);
-        check(&memory, &observed, seed, life)?;
+        lives.check(&observed, seed, life)?;
     }
-    faults.set_plan(FaultPlan::calm());
-    let rt = runtime();
+    let rt = backend.runtime();
     let agent_seed = rng.u64(..);
     rt.block_on(async {
         clock.resume().await;
+        let faults = lives.open().await.map_err(|e| broken(rough, e))?;
+        faults.set_plan(FaultPlan::calm());
         // Sessions whose process died after storing their run's end are held until the dead
         // lease expires: their recovery is over once it has.
         tokio::time::sleep(model::LEASE_TTL).await;
         let identity = cli.as_ref().map(IdentityDir::claim);
-        settle(
-            model::agent(Arc::clone(&store), agent_seed, identity),
-            Arc::clone(&observed),
-            rough,
-        )
-        .await;
-    });
+        settle(model::agent(faults, agent_seed, identity), Arc::clone(&observed), rough).await;
+        Ok(())
+    })?;
     drop(rt);
-    check(&memory, &observed, seed, rough)?;
+    lives.check(&observed, seed, rough)?;
     let observed = lock(&observed);
-    summary.faults = faults.counts();
+    summary.faults = lives.root.as_ref().map(|f| f.counts()).unwrap_or_default();
     summary.sessions = observed.sessions.len();
     summary.events = observed.events;
     summary.results = observed.results;
@@ -234,9 +248,56 @@ pub fn run_seed(seed: u64) -> Result<Summary, Failure> {
     Ok(summary)
 }
 
+/// The store as each life of a history opens it, with the history's faults.
+struct Lives<'a> {
+    backend: &'a Backend,
+    place: &'a Place,
+    fault_seed: u64,
+    /// The faults over the first life's store; every later life's go on from its.
+    root: Option<Arc<FaultStore>>,
+}
+
+impl Lives<'_> {
+    /// The store, opened by a new process (in its runtime), behind the history's faults.
+    async fn open(&mut self) -> Result<Arc<FaultStore>, String> {
+        let inner = self
+            .place
+            .open()
+            .await
+            .map_err(|e| format!("a new process cannot open the store: {e}"))?;
+        let root =
+            self.root.get_or_insert_with(|| FaultStore::new(Arc::clone(&inner), self.fault_seed));
+        Ok(root.over(inner))
+    }
+
+    /// Checks the store (opened anew, without faults) against what the clients were told.
+    fn check(&self, observed: &Shared, seed: u64, life: u32) -> Result<(), Failure> {
+        let mut observed = lock(observed);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("a runtime: {e}"));
+        let opened = rt.block_on(async {
+            let store = self.place.open().await?;
+            observed.check_store(&store, life).await;
+            Ok::<_, weft_core::StoreError>(())
+        });
+        if let Err(error) = opened {
+            observed.broken(format!("the store cannot be opened to check it: {error}"));
+        }
+        if observed.violations.is_empty() {
+            Ok(())
+        } else {
+            let violations = std::mem::take(&mut observed.violations);
+            Err(Failure { seed, backend: self.backend.clone(), life, violations })
+        }
+    }
+}
+
 /// Simulated time across runtimes: where the last life's clock stopped.
-#[derive(Default)]
 struct Clock {
+    /// Whether time is simulated; in real time, the clock is the machine's.
+    simulated: bool,
     stopped: Option<tokio::time::Instant>,
 }
 
@@ -244,7 +305,8 @@ impl Clock {
     /// Called in a new life's runtime: its clock goes on from where the last one stopped.
     async fn resume(&self) {
         let now = tokio::time::Instant::now();
-        if let Some(stopped) = self.stopped
+        if self.simulated
+            && let Some(stopped) = self.stopped
             && stopped > now
         {
             tokio::time::advance(stopped - now).await;
@@ -254,22 +316,6 @@ impl Clock {
     /// Called at the end of a life, in its runtime.
     fn stop(&mut self) {
         self.stopped = Some(tokio::time::Instant::now());
-    }
-}
-
-/// Checks the store (without faults) against what the clients were told.
-fn check(
-    memory: &Arc<dyn SessionStore>,
-    observed: &Shared,
-    seed: u64,
-    life: u32,
-) -> Result<(), Failure> {
-    let mut observed = lock(observed);
-    futures::executor::block_on(observed.check_store(memory, life));
-    if observed.violations.is_empty() {
-        Ok(())
-    } else {
-        Err(Failure { seed, life, violations: std::mem::take(&mut observed.violations) })
     }
 }
 
@@ -372,7 +418,15 @@ impl Client {
                 mode: Some(mode),
                 ..SessionOptions::default()
             };
-            let handle = self.agent.create_session(options).await.ok()?;
+            let handle = match self.agent.create_session(options).await {
+                Ok(handle) => handle,
+                Err(error) => {
+                    if std::env::var_os("WEFT_SIM_LOG").is_some() {
+                        eprintln!("weft-sim: no new session: {error}");
+                    }
+                    return None;
+                }
+            };
             let mut observed = lock(&self.observed);
             observed.sessions.push(handle.id());
             if react {
@@ -627,6 +681,12 @@ async fn settle(agent: Agent, observed: Shared, life: u32) {
             inputs += 1;
             match agent.execute(&handle, input).await {
                 Ok(stream) => consume(stream, Arc::clone(&observed), life, Durability::Async).await,
+                // This process's sweeper resumed the session between the look and the input
+                // (its calls' deadline passed): the input waits for that run, as `enqueue`.
+                Err(ExecuteError::AlreadyRunning(_)) if handle.is_running_here() => {
+                    inputs -= 1;
+                    let _ = tokio::time::timeout(SETTLE, run_ended(&handle)).await;
+                }
                 Err(error) => {
                     let stored = match agent.store() {
                         Some(store) => store.head(&id).await.ok().flatten().map(|h| h.status),

@@ -1,5 +1,7 @@
-//! The simulation in CI: 500 seeded histories (`WEFT_SIM_SEEDS=N` for more, `WEFT_SIM_FROM=S`
-//! to start elsewhere), and the seeds that once found a bug, every time.
+//! The simulation in CI: 500 seeded histories on the memory store (`WEFT_SIM_SEEDS=N` for more,
+//! `WEFT_SIM_FROM=S` to start elsewhere), and the seeds that once found a bug, every time; and
+//! histories on a SQLite file and on Postgres, in real time, several at once
+//! (`WEFT_SIM_DB_SEEDS=N`, 16 by default; Postgres needs `WEFT_TEST_POSTGRES_URL`).
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
@@ -39,4 +41,57 @@ fn seeded_histories_keep_every_promise() {
     // a crash left running continued by a command line's next run.
     assert!(crashes > 0 && faults.total() > 0, "{crashes} crashes, {faults:?}");
     assert!(continued > 0, "no session was left running by a crash and continued");
+}
+
+/// Plays seeds 1 to `WEFT_SIM_DB_SEEDS` (16) on `backend`, eight at a time: on a database a
+/// history plays in real time, seconds each.
+fn database_histories(backend: &weft_sim::Backend) {
+    let count = env("WEFT_SIM_DB_SEEDS", 16);
+    let next = std::sync::atomic::AtomicU64::new(1);
+    let outcomes = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| {
+                loop {
+                    let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if seed > count {
+                        break;
+                    }
+                    let outcome = weft_sim::run_seed_on(seed, backend);
+                    outcomes.lock().unwrap().push(outcome);
+                }
+            });
+        }
+    });
+    let outcomes = outcomes.into_inner().unwrap();
+    let failures: Vec<String> =
+        outcomes.iter().filter_map(|o| o.as_ref().err().map(ToString::to_string)).collect();
+    assert!(failures.is_empty(), "{} seeds failed:\n{}", failures.len(), failures.join("\n"));
+    let (mut crashes, mut events) = (0, 0);
+    for summary in outcomes.iter().flatten() {
+        crashes += summary.crashes_mid_work;
+        events += summary.events;
+    }
+    // The histories did what they are for.
+    assert!(crashes > 0 && events > 0, "{crashes} crashes, {events} events on {backend}");
+}
+
+#[test]
+fn histories_on_sqlite_keep_every_promise() {
+    database_histories(&weft_sim::Backend::Sqlite);
+}
+
+#[test]
+fn histories_on_postgres_keep_every_promise() {
+    let url = std::env::var("WEFT_TEST_POSTGRES_URL").ok().filter(|u| !u.trim().is_empty());
+    let Some(url) = url else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "WEFT_TEST_POSTGRES_URL is not set under CI: the simulation must run on Postgres \
+             (eval \"$(bash .ci/postgres.sh)\" sets it)"
+        );
+        eprintln!("SKIPPED: set WEFT_TEST_POSTGRES_URL to play the histories on Postgres");
+        return;
+    };
+    database_histories(&weft_sim::Backend::Postgres(url));
 }

@@ -4,11 +4,44 @@
 //! cargo run -p weft-sim --release -- --seeds 100000          # seeds 1 to 100,000
 //! cargo run -p weft-sim --release -- --seeds 1000 --from 5000
 //! cargo run -p weft-sim --release -- --seed 1234             # one seed, again
+//! cargo run -p weft-sim --release -- --seeds 200 --store sqlite
+//! cargo run -p weft-sim --release -- --seeds 24 --store postgres --jobs 8
 //! ```
+//!
+//! `--store` is `memory` (the default), `sqlite` (a file per seed, in simulated time) or
+//! `postgres` (a schema per seed in `WEFT_TEST_POSTGRES_URL`'s database, in real time: a seed
+//! takes seconds, so `--jobs N` plays N seeds at once).
 
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use weft_sim::{FaultCounts, run_seed};
+use weft_sim::{Backend, FaultCounts, Summary, run_seed_on};
+
+/// What the seeds played so far did.
+#[derive(Default)]
+struct Totals {
+    faults: FaultCounts,
+    lives: u64,
+    crashes: u64,
+    events: u64,
+    continued: u64,
+    queued: u64,
+    expired: u64,
+    failed: Vec<u64>,
+}
+
+impl Totals {
+    fn add(&mut self, summary: &Summary) {
+        self.faults.add(&summary.faults);
+        self.lives += u64::from(summary.lives);
+        self.crashes += u64::from(summary.crashes_mid_work);
+        self.events += summary.events;
+        self.continued += summary.continued;
+        self.queued += summary.queued;
+        self.expired += summary.expired;
+    }
+}
 
 fn main() {
     if let Ok(filter) = std::env::var("WEFT_SIM_LOG") {
@@ -30,50 +63,74 @@ fn main() {
         Some(seed) => (seed, 1),
         None => (value("--from").unwrap_or(1), value("--seeds").unwrap_or(500)),
     };
+    let store = args.iter().position(|a| a == "--store").and_then(|i| args.get(i + 1));
+    let backend = match store.map(|s| Backend::parse(s)).unwrap_or(Ok(Backend::Memory)) {
+        Ok(backend) => backend,
+        Err(error) => {
+            eprintln!("{error}");
+            std::process::exit(2)
+        }
+    };
+    let jobs = value("--jobs").unwrap_or(1).clamp(1, 64);
     let started = Instant::now();
-    let (mut faults, mut lives, mut crashes, mut events) =
-        (FaultCounts::default(), 0u64, 0u64, 0u64);
-    let (mut continued, mut queued, mut expired, mut failed) = (0u64, 0u64, 0u64, Vec::new());
-    for seed in from..from + count {
-        match run_seed(seed) {
-            Ok(summary) => {
-                faults.add(&summary.faults);
-                lives += u64::from(summary.lives);
-                crashes += u64::from(summary.crashes_mid_work);
-                events += summary.events;
-                continued += summary.continued;
-                queued += summary.queued;
-                expired += summary.expired;
-                if count == 1 {
-                    println!("{summary:?}");
+    let totals = Mutex::new(Totals::default());
+    let next = AtomicU64::new(from);
+    let played = AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                loop {
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    if seed >= from + count {
+                        break;
+                    }
+                    let outcome = run_seed_on(seed, &backend);
+                    let mut totals = totals.lock().unwrap_or_else(|e| e.into_inner());
+                    match outcome {
+                        Ok(summary) => {
+                            totals.add(&summary);
+                            if count == 1 {
+                                println!("{summary:?}");
+                            }
+                        }
+                        Err(failure) => {
+                            eprintln!("{failure}");
+                            totals.failed.push(seed);
+                        }
+                    }
+                    let done = played.fetch_add(1, Ordering::Relaxed) + 1;
+                    if count > 1 && done.is_multiple_of(10_000) {
+                        eprintln!("{done} seeds, {:?}", started.elapsed());
+                    }
                 }
-            }
-            Err(failure) => {
-                eprintln!("{failure}");
-                failed.push(seed);
-            }
+            });
         }
-        if count > 1 && (seed - from + 1) % 10_000 == 0 {
-            eprintln!("{} seeds, {:?}", seed - from + 1, started.elapsed());
-        }
-    }
+    });
+    let mut t = totals.into_inner().unwrap_or_else(|e| e.into_inner());
+    t.failed.sort_unstable();
     println!(
-        "seeds {from}..={}: {} failed; {lives} lives, {crashes} crashes mid-work, {events} events received, \
-         {continued} sessions continued after a crash by a command line's next run, {queued} \
-         inputs enqueued or interrupting taken, {expired} remote calls expired; \
+        "seeds {from}..={} on {backend}: {} failed; {} lives, {} crashes mid-work, {} events received, \
+         {} sessions continued after a crash by a command line's next run, {} \
+         inputs enqueued or interrupting taken, {} remote calls expired; \
          faults: {} transient, {} lost replies, {} refusals, {} delays, {} hangs, {} writer deaths; {:?}",
         from + count - 1,
-        failed.len(),
-        faults.transient,
-        faults.lost_reply,
-        faults.refusal,
-        faults.latency,
-        faults.hang,
-        faults.writer_death,
+        t.failed.len(),
+        t.lives,
+        t.crashes,
+        t.events,
+        t.continued,
+        t.queued,
+        t.expired,
+        t.faults.transient,
+        t.faults.lost_reply,
+        t.faults.refusal,
+        t.faults.latency,
+        t.faults.hang,
+        t.faults.writer_death,
         started.elapsed()
     );
-    if !failed.is_empty() {
-        println!("failed seeds: {failed:?}");
+    if !t.failed.is_empty() {
+        println!("failed seeds: {:?}", t.failed);
         std::process::exit(1);
     }
 }
