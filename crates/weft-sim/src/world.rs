@@ -5,10 +5,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::backend::{Backend, Place};
-use crate::faults::{FaultCounts, FaultPlan, FaultStore};
-use crate::model;
-use crate::observed::Observed;
 use futures::StreamExt;
 use weft_agent::{
     Agent, Durability, ExecuteError, ExecuteStream, ProcessIdentity, RunOptions, SessionHandle,
@@ -17,6 +13,11 @@ use weft_agent::{
 use weft_core::{
     AgentEvent, ApprovalDecision, Input, SessionStatus, SessionStore, ToolResultMessage,
 };
+
+use crate::backend::{Backend, Place};
+use crate::faults::{FaultCounts, FaultPlan, FaultStore};
+use crate::model;
+use crate::observed::Observed;
 
 /// The most sessions one history has.
 const MAX_SESSIONS: usize = 3;
@@ -174,14 +175,13 @@ pub fn run_seed_on(seed: u64, backend: &Backend) -> Result<Summary, Failure> {
         .runtime()
         .block_on(place.make())
         .map_err(|e| broken(0, format!("the store cannot be made: {e}")))?;
-    let lives = Lives { backend, place: &place, fault_seed: rng.u64(..), root: None };
+    let mut lives = Lives { backend, place: &place, fault_seed: rng.u64(..), root: None };
     let observed: Shared = Arc::default();
     let rough = rng.u32(1..=4);
     let mut summary = Summary { seed, lives: rough + 1, ..Summary::default() };
     // Simulated time goes on across lives: a restart takes none, and a dead process's leases
     // expire their ttl after its last renewal.
     let mut clock = Clock { simulated: backend.simulated_time(), stopped: None };
-    let mut lives = lives;
     for life in 0..rough {
         let plan = FaultPlan::seeded(&mut rng);
         let crash_at = Duration::from_millis(rng.u64(20..5000));
