@@ -1,9 +1,11 @@
 //! Weft side by side with pi-agent-core (issue 11): `bench/compare.sh`, or
 //! `cargo build --release -p weft-cli && cargo bench -p weft-agent --bench compare`.
 //!
-//! Runs pi's workloads (`../shared/bench/pi/bench.mjs`) for Weft and, when `WEFT_PI_BENCH` names
-//! the folder holding pi's `bench.mjs` (with `@mariozechner/pi-agent-core` installed above it),
-//! for pi in the same run, and prints one table with the ratios:
+//! Runs pi's workloads (`../shared/bench/pi15/bench.mjs`, the same as `../shared/bench/pi/`'s)
+//! for Weft and, when `WEFT_PI_BENCH` names the folder holding pi's `bench.mjs` (pi-agent-core
+//! 1.5.2 installed there by `npm ci`, with the Node 22 it needs in `node_modules/.bin/node`,
+//! which is used when present; or 0.73.1 with the `node` on the `PATH`), for pi in the same run,
+//! and prints one table with the ratios:
 //!
 //! * `w1`: 1,000,000 text deltas of 4 characters, whole process: `weft run --script FILE
 //!   --store memory` with `--json` (Loom) and `--protocol native`, stdout to `/dev/null`, against
@@ -29,7 +31,8 @@
 //! its first argument and prints one JSON line), on a one-thread Tokio runtime (Node is one
 //! thread too). Each is run `WEFT_BENCH_RUNS` times (default 3): medians, and the best.
 //! Arguments pick workloads (`-- w1 w3`); `WEFT_COMPARE_CG_DELTAS` sets the callgrind size of
-//! `w1` (default 200,000), `WEFT_COMPARE_CALLGRIND=0` skips callgrind. Run without cargo
+//! `w1` (default 200,000), `WEFT_BENCH_W2_DELTAS` the size of `w2` (default 10,000),
+//! `WEFT_COMPARE_CALLGRIND=0` skips callgrind. Run without cargo
 //! bench's `--bench` argument (`cargo test --benches`) it takes tiny sizes and skips pi and
 //! callgrind, unless given `full`.
 
@@ -465,7 +468,7 @@ impl Orchestra {
                     "WEFT_PI_BENCH={} has no bench.mjs",
                     p.display()
                 );
-                let v = Command::new("node").arg("--version").output().unwrap();
+                let v = Command::new(self.node().unwrap()).arg("--version").output().unwrap();
                 println!(
                     "pi: {} (node {})",
                     p.display(),
@@ -620,13 +623,20 @@ impl Orchestra {
         (instructions, lines as u64)
     }
 
+    /// The Node that runs pi's harness: the one its folder installed (pi 1.5 needs Node >= 22.19,
+    /// which its `package.json` brings as npm's `node` package), else `node` on the `PATH`.
+    fn node(&self) -> Option<PathBuf> {
+        let own = self.pi.as_ref()?.join("node_modules/.bin/node");
+        if own.exists() { Some(own) } else { which("node") }
+    }
+
     /// Runs pi's harness `runs` times; each run's JSON and whole process.
     fn pi_runs(&self, node_args: &[&str], args: &[&str]) -> Option<Vec<(Value, Proc)>> {
         let dir = self.pi.as_ref()?;
         let mut all: Vec<String> = node_args.iter().map(|s| s.to_string()).collect();
         all.push(dir.join("bench.mjs").display().to_string());
         all.extend(args.iter().map(|s| s.to_string()));
-        let node = which("node")?;
+        let node = self.node()?;
         Some(
             (0..self.runs)
                 .map(|_| {
@@ -697,7 +707,7 @@ impl Orchestra {
         if let Some(p) = &pi
             && let Some((med, _)) = pi_wall
         {
-            let node = which("node").unwrap();
+            let node = self.node().unwrap();
             let start: Vec<f64> = (0..self.runs)
                 .map(|_| self.spawn(&node, &["-e".into(), String::new()], false).wall.as_secs_f64())
                 .collect();
@@ -828,7 +838,7 @@ impl Orchestra {
     // -- W2 ---------------------------------------------------------------------------------
 
     fn w2(&mut self) {
-        let n = if self.quick { 1_000 } else { 10_000 };
+        let n = if self.quick { 1_000 } else { env_usize("WEFT_BENCH_W2_DELTAS", 10_000) };
         let label = format!("W2 tool arguments in {} deltas", thousands(n as u64));
         eprintln!("{label}…");
         let weft = self.child_runs(&["child-w2".into(), format!("n={n}")]);
