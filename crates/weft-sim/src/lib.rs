@@ -30,4 +30,4 @@ mod world;
 pub use backend::Backend;
 pub use faults::{FaultCounts, FaultPlan, FaultStore};
 pub use observed::Observed;
-pub use world::{Failure, Summary, run_seed, run_seed_on};
+pub use world::{Failure, Summary, play_seeds, run_seed, run_seed_on};

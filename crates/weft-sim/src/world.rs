@@ -248,6 +248,32 @@ pub fn run_seed_on(seed: u64, backend: &Backend) -> Result<Summary, Failure> {
     Ok(summary)
 }
 
+/// Plays the seeds in `seeds` on `backend`, `jobs` at a time (on a database a history plays in
+/// real time, seconds each), handing each outcome to `each` as it comes, in no set order.
+pub fn play_seeds(
+    seeds: std::ops::Range<u64>,
+    backend: &Backend,
+    jobs: usize,
+    each: impl FnMut(u64, Result<Summary, Failure>) + Send,
+) {
+    let next = std::sync::atomic::AtomicU64::new(seeds.start);
+    let each = Mutex::new(each);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| {
+                loop {
+                    let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if seed >= seeds.end {
+                        break;
+                    }
+                    let outcome = run_seed_on(seed, backend);
+                    (each.lock().unwrap_or_else(|e| e.into_inner()))(seed, outcome);
+                }
+            });
+        }
+    });
+}
+
 /// The store as each life of a history opens it, with the history's faults.
 struct Lives<'a> {
     backend: &'a Backend,

@@ -47,23 +47,8 @@ fn seeded_histories_keep_every_promise() {
 /// history plays in real time, seconds each.
 fn database_histories(backend: &weft_sim::Backend) {
     let count = env("WEFT_SIM_DB_SEEDS", 16);
-    let next = std::sync::atomic::AtomicU64::new(1);
-    let outcomes = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..8 {
-            scope.spawn(|| {
-                loop {
-                    let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if seed > count {
-                        break;
-                    }
-                    let outcome = weft_sim::run_seed_on(seed, backend);
-                    outcomes.lock().unwrap().push(outcome);
-                }
-            });
-        }
-    });
-    let outcomes = outcomes.into_inner().unwrap();
+    let mut outcomes = Vec::new();
+    weft_sim::play_seeds(1..count + 1, backend, 8, |_, outcome| outcomes.push(outcome));
     let failures: Vec<String> =
         outcomes.iter().filter_map(|o| o.as_ref().err().map(ToString::to_string)).collect();
     assert!(failures.is_empty(), "{} seeds failed:\n{}", failures.len(), failures.join("\n"));

@@ -8,15 +8,14 @@
 //! cargo run -p weft-sim --release -- --seeds 24 --store postgres --jobs 8
 //! ```
 //!
-//! `--store` is `memory` (the default), `sqlite` (a file per seed, in simulated time) or
-//! `postgres` (a schema per seed in `WEFT_TEST_POSTGRES_URL`'s database, in real time: a seed
-//! takes seconds, so `--jobs N` plays N seeds at once).
+//! `--store` is `memory` (the default, in simulated time), `sqlite` (a file per seed) or
+//! `postgres` (a schema per seed in `WEFT_TEST_POSTGRES_URL`'s database, or a `postgres://`
+//! URL); on a database a seed plays in real time and takes seconds, so `--jobs N` plays N seeds
+//! at once.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use weft_sim::{Backend, FaultCounts, Summary, run_seed_on};
+use weft_sim::{Backend, FaultCounts, Summary, play_seeds};
 
 /// What the seeds played so far did.
 #[derive(Default)]
@@ -73,40 +72,26 @@ fn main() {
     };
     let jobs = value("--jobs").unwrap_or(1).clamp(1, 64);
     let started = Instant::now();
-    let totals = Mutex::new(Totals::default());
-    let next = AtomicU64::new(from);
-    let played = AtomicU64::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| {
-                loop {
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= from + count {
-                        break;
-                    }
-                    let outcome = run_seed_on(seed, &backend);
-                    let mut totals = totals.lock().unwrap_or_else(|e| e.into_inner());
-                    match outcome {
-                        Ok(summary) => {
-                            totals.add(&summary);
-                            if count == 1 {
-                                println!("{summary:?}");
-                            }
-                        }
-                        Err(failure) => {
-                            eprintln!("{failure}");
-                            totals.failed.push(seed);
-                        }
-                    }
-                    let done = played.fetch_add(1, Ordering::Relaxed) + 1;
-                    if count > 1 && done.is_multiple_of(10_000) {
-                        eprintln!("{done} seeds, {:?}", started.elapsed());
-                    }
+    let mut t = Totals::default();
+    let mut played = 0u64;
+    play_seeds(from..from + count, &backend, jobs as usize, |seed, outcome| {
+        match outcome {
+            Ok(summary) => {
+                t.add(&summary);
+                if count == 1 {
+                    println!("{summary:?}");
                 }
-            });
+            }
+            Err(failure) => {
+                eprintln!("{failure}");
+                t.failed.push(seed);
+            }
+        }
+        played += 1;
+        if count > 1 && played.is_multiple_of(10_000) {
+            eprintln!("{played} seeds, {:?}", started.elapsed());
         }
     });
-    let mut t = totals.into_inner().unwrap_or_else(|e| e.into_inner());
     t.failed.sort_unstable();
     println!(
         "seeds {from}..={} on {backend}: {} failed; {} lives, {} crashes mid-work, {} events received, \
