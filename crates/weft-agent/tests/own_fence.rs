@@ -185,7 +185,9 @@ async fn a_sync_runs_tail_refused_after_the_next_run_started_is_never_shown() {
     let stored: std::collections::HashSet<u64> = log.iter().map(|r| r.seq).collect();
     let unstored: Vec<u64> = seen.iter().copied().filter(|s| !stored.contains(s)).collect();
     assert!(unstored.is_empty(), "R1's stream (sync) showed unstored seqs {unstored:?}");
-    // The refusal was R1's: R2 and R3 were not cut by it.
+    // The refusal was R1's: R2 and R3 were not cut by it. (With the fix undone, this is what
+    // fails here: R2 is cut. The simulation's seed 19 went one step further, to a `sync` stream
+    // shown R1's unstored tail, which the check above guards; this scenario does not reach it.)
     for (name, run) in [("R2", &r2), ("R3", &r3)] {
         assert!(run.error.is_none(), "{name} was cut by R1's refusal: {:?}", run.error);
     }
