@@ -24,6 +24,9 @@
 //!   session in the same life ends durably: the store refused that run's events for good); per
 //!   session, the seqs reported over all lives only ever increase (never reused, even for events
 //!   that died unstored);
+//! - every durable result's stream ended with its run's `session_end`; only a run whose result
+//!   says the store does not have its end (its events could not be numbered, or its lease was
+//!   taken over) may stop streaming before it;
 //! - every tenth kill, and at the end, no session stays `running`: recovery happens, bounded.
 //!
 //! At the end a new input to every session (answers for whatever it waits on, then a message)
@@ -143,8 +146,10 @@ enum Fact {
         messages_len: usize,
         /// The digest of the last of them.
         last_digest: Option<u64>,
-        /// The seq of the run's first and last (`session_end`) events as streamed.
+        /// The seq of the run's first and last events as streamed, and of its `session_end` (0:
+        /// the stream ended without it).
         first_seq: u64,
+        last_seq: u64,
         end_seq: u64,
         /// Whether the session's last messages are the ones the result lists.
         tail_matches: bool,
@@ -429,7 +434,7 @@ async fn drive(agent: Agent, id: String, report: Arc<Report>, seed: u64) {
             }
         };
         let mut stream = stream.sequenced();
-        let (mut first_seq, mut end_seq) = (None, 0);
+        let (mut first_seq, mut last_seq, mut end_seq) = (None, 0, 0);
         while let Some((seq, event)) = stream.next().await {
             report.write(&Fact::Event {
                 session: id.clone(),
@@ -438,6 +443,7 @@ async fn drive(agent: Agent, id: String, report: Arc<Report>, seed: u64) {
                 digest: digest(&event),
             });
             first_seq.get_or_insert(seq);
+            last_seq = seq;
             if matches!(event, AgentEvent::SessionEnd { .. }) {
                 end_seq = seq;
             }
@@ -452,6 +458,7 @@ async fn drive(agent: Agent, id: String, report: Arc<Report>, seed: u64) {
             messages_len: messages.len(),
             last_digest: messages.last().map(digest),
             first_seq: first_seq.unwrap_or(0),
+            last_seq,
             end_seq,
             tail_matches,
             durable: result.outcome.is_durable(),
@@ -556,6 +563,9 @@ struct ReportedResult {
     messages_len: usize,
     last_digest: Option<u64>,
     first_seq: u64,
+    /// The last seq its stream gave: its `session_end`'s, or (a run cut off, whose result says
+    /// its end is not durable) the last it streamed.
+    last_seq: u64,
     end_seq: u64,
     error: Option<String>,
     /// Whether the run said its end is stored. A run told by the store that it could not save
@@ -588,6 +598,8 @@ struct Ledger {
     results: Vec<ReportedResult>,
     /// Runs a kill cut short (events reported after their session's last result in that life).
     cut_runs: u32,
+    /// Results whose run's stream ended before its `session_end` (the store did not take it).
+    ended_unseen: u32,
     statuses: BTreeMap<&'static str, u32>,
     kinds: BTreeMap<String, u32>,
 }
@@ -628,6 +640,7 @@ impl Ledger {
                     messages_len,
                     last_digest,
                     first_seq,
+                    last_seq,
                     end_seq,
                     tail_matches,
                     error,
@@ -638,11 +651,19 @@ impl Ledger {
                         "session {session}, life {life}: the result's messages are not the \
                          session's last ones"
                     );
+                    // A run is streamed to its end, unless its result says the store does not
+                    // have that end: a run whose events could not be numbered, or whose lease
+                    // was taken over, stops showing events where that happened.
                     assert!(
-                        end_seq > 0 && first_seq <= end_seq,
-                        "session {session}, life {life}: a result without its session_end \
-                         ({first_seq}..{end_seq})"
+                        (end_seq > 0 && first_seq <= end_seq && end_seq == last_seq) || !durable,
+                        "session {session}, life {life}: a durable result ({}, {error:?}) whose \
+                         stream did not end with its session_end (events {first_seq}..= \
+                         {last_seq}, session_end {end_seq})",
+                        status.as_str()
                     );
+                    if end_seq == 0 {
+                        self.ended_unseen += 1;
+                    }
                     *self.statuses.entry(status.as_str()).or_insert(0) += 1;
                     open_run.remove(&session);
                     self.results.push(ReportedResult {
@@ -652,6 +673,7 @@ impl Ledger {
                         messages_len,
                         last_digest,
                         first_seq,
+                        last_seq,
                         end_seq,
                         error,
                         durable,
@@ -820,7 +842,7 @@ async fn check_after_kill(
             .results
             .iter()
             .filter(|r| &r.session == id && r.life == life && !r.durable())
-            .map(|r| r.first_seq..=r.end_seq)
+            .map(|r| r.first_seq..=r.last_seq)
             .collect();
         let events = stored_events(store, id, min - 1).await;
         for (seq, reported) in mine {
@@ -1001,13 +1023,14 @@ async fn crash_test(name: &str, store_url: &str, dir: &Path, kills: u32) {
     eprintln!(
         "{name}: {kills} kills in {killed_in:.1?} (workers alive {alive_total:.1?} in all), {} runs cut \
          short by a kill; {} results reported {:?}; {events} events reported; results with an \
-         error: {} (of which the store refused the end: {}); {unreported} runs no worker \
-         streamed (recoveries, final inputs); done in {:.1?}",
+         error: {} (of which the store refused the end: {}, streamed without it: {}); \
+         {unreported} runs no worker streamed (recoveries, final inputs); done in {:.1?}",
         ledger.cut_runs,
         ledger.results.len(),
         ledger.statuses,
         ledger.results.iter().filter(|r| r.error.is_some()).count(),
         ledger.results.iter().filter(|r| !r.durable()).count(),
+        ledger.ended_unseen,
         started.elapsed(),
     );
     // The kills must have landed in work: runs that ended, and runs cut short.

@@ -249,3 +249,44 @@ async fn numbers_shown_while_the_disk_was_full_are_never_given_again() {
     assert!(recovered.iter().all(|seq| *seq > max_seen), "{recovered:?} vs {max_seen}");
     assert!(stored_log.windows(2).all(|w| w[0].seq < w[1].seq));
 }
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Nothing {}
+
+/// A run whose events can no longer be numbered (the store reserves no more numbers for them)
+/// stops showing events where that happened: its stream ends without a `session_end`, and its
+/// result says the store does not have its end. Only such a result may come without its end
+/// (the crash test holds every durable one to it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_events_cannot_be_numbered_ends_its_stream_early_and_says_it_is_not_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite: Arc<dyn SessionStore> =
+        Arc::new(SqliteStore::open(dir.path().join("weft.db")).await.unwrap());
+    let spy = Arc::new(Spy::new(sqlite));
+    // The tool turns reservations off: the second model call's deltas (more than the numbers
+    // the run reserved at its start) cannot be numbered.
+    let switch = Arc::clone(&spy);
+    let no_numbers = weft_agent::tool_fn("no_numbers", "Stops reservations", move |_: Nothing| {
+        switch.fail_reserves.store(true, Ordering::SeqCst);
+        async { Ok::<_, String>("done".to_string()) }
+    });
+    let provider = Recording::new([
+        FauxTurn::tool_call("no_numbers", serde_json::json!({})),
+        FauxTurn::text("x".repeat(5_000)).with_chunk_size(1),
+    ]);
+    let store: Arc<dyn SessionStore> = spy.clone();
+    let agent =
+        Agent::builder(provider).tool(no_numbers).store(Arc::clone(&store)).build().unwrap();
+    let session = agent.create_session(SessionOptions::default()).await.unwrap();
+    let mut records = agent.execute(&session, Input::text("Go")).await.unwrap().records();
+    let mut kinds = Vec::new();
+    while let Some(record) = records.next().await {
+        kinds.push(record.event.kind());
+    }
+    let result = records.result().await;
+    assert!(kinds.contains(&"tool_execution_end"), "{kinds:?}");
+    assert!(!kinds.contains(&"session_end"), "a cut run's stream shows no end: {kinds:?}");
+    assert!(!result.outcome.is_durable(), "{:?}: {:?}", result.outcome, result.error);
+    let error = result.error.unwrap_or_default();
+    assert!(error.contains("no numbers, by the test"), "{error}");
+}

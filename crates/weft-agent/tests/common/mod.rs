@@ -111,6 +111,8 @@ pub struct Spy {
     /// While set, every write fails as on a full disk (transiently, nothing written): commits,
     /// reservations, appends and leases. Reads still answer.
     pub fail_writes: std::sync::atomic::AtomicBool,
+    /// While set, reserving event numbers fails for good (everything else answers).
+    pub fail_reserves: std::sync::atomic::AtomicBool,
     /// How many commits the store was sent.
     pub commits: AtomicUsize,
     acquires: AtomicUsize,
@@ -128,6 +130,7 @@ impl Spy {
             refuse_appends: AtomicUsize::new(0),
             fail_loads: std::sync::atomic::AtomicBool::new(false),
             fail_ends: std::sync::atomic::AtomicBool::new(false),
+            fail_reserves: std::sync::atomic::AtomicBool::new(false),
             close_ends: std::sync::atomic::AtomicBool::new(false),
             fail_writes: std::sync::atomic::AtomicBool::new(false),
             commits: AtomicUsize::new(0),
@@ -205,6 +208,9 @@ impl weft_core::ForwardingStore for Spy {
     fn reserve_seqs<'a>(&'a self, id: &'a str, count: u64) -> StoreFuture<'a, u64> {
         if self.fail_writes.load(Ordering::SeqCst) {
             return disk_full();
+        }
+        if self.fail_reserves.load(Ordering::SeqCst) {
+            return Box::pin(std::future::ready(Err(StoreError::Invalid("no numbers, by the test".into()))));
         }
         self.inner.reserve_seqs(id, count)
     }
