@@ -6,7 +6,7 @@
 //! - [`MemoryStore`]: a map behind a mutex, for tests and `--store memory`. Nothing survives the
 //!   process; clones share one store.
 //! - [`SqliteStore`]: the embedded default, one file (by default [`default_path`], that is
-//!   `$WEFT_HOME/weft.db`). WAL mode; every write goes to **one writer task** that applies
+//!   `$WEFT_HOME/weft.db`). WAL mode; every write goes to **one writer thread** that applies
 //!   whatever is queued in one transaction (group commit, one savepoint per operation so that a
 //!   failed operation fails only its caller); reads use a small pool of read-only connections.
 //!   Several processes may open the same file: SQLite's lock serializes their writers, and a

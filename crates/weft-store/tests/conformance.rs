@@ -255,13 +255,36 @@ fn is_invalid<T: std::fmt::Debug>(r: &Result<T, StoreError>) -> bool {
 // ---------------------------------------------------------------------------------------------
 // Backend-specific.
 
+/// Another connection to the file that holds its write lock until `release` resolves: writes
+/// queued meanwhile wait for it, and the writer takes them all into its next transaction.
+async fn holding_the_write_lock<T>(
+    path: &std::path::Path,
+    planted: Option<&str>,
+    writes: impl std::future::Future<Output = T>,
+) -> T {
+    let mut raw =
+        sqlx::SqliteConnection::connect(&format!("sqlite:{}", path.display())).await.unwrap();
+    raw.execute("BEGIN IMMEDIATE").await.unwrap();
+    if let Some(statement) = planted {
+        raw.execute(statement).await.unwrap();
+    }
+    // Polled first, the writes are all queued before the lock is let go.
+    let release = async {
+        tokio::task::yield_now().await;
+        raw.execute("COMMIT").await.unwrap();
+    };
+    let (answers, ()) = futures::join!(writes, release);
+    answers
+}
+
 /// Writes queued together are applied in one transaction, a failing one included, and each
-/// caller gets its own answer. (A current-thread runtime: every write is queued before the
-/// writer task runs, so the batch is deterministic.)
+/// caller gets its own answer. (The file's write lock is held elsewhere while they are queued,
+/// so the batch is deterministic.)
 #[tokio::test(flavor = "current_thread")]
 async fn sqlite_group_commit_is_one_transaction() {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path().join("weft.db")).await.unwrap();
+    let path = dir.path().join("weft.db");
+    let store = SqliteStore::open(&path).await.unwrap();
     let mut heads = Vec::new();
     // Few enough that Tokio's cooperative budget never makes a send yield mid-way.
     for k in 0..20 {
@@ -277,7 +300,7 @@ async fn sqlite_group_commit_is_one_transaction() {
             futures::join!(good, bad)
         }
     });
-    let answers = futures::future::join_all(writes).await;
+    let answers = holding_the_write_lock(&path, None, futures::future::join_all(writes)).await;
     let after = store.write_stats();
     assert_eq!(after.transactions - before.transactions, 1, "{before:?} → {after:?}");
     assert_eq!(after.operations - before.operations, 40);
@@ -303,18 +326,15 @@ async fn sqlite_failed_operation_rolls_back_alone() {
     for k in 0..6 {
         heads.push(create(&store, &format!("s{k}"), None, vec![user("m0")]).await);
     }
-    let mut raw =
-        sqlx::SqliteConnection::connect(&format!("sqlite:{}", path.display())).await.unwrap();
-    raw.execute("INSERT INTO messages (session_id, idx, message) VALUES ('s3', 1, '{}')")
-        .await
-        .unwrap();
     let before = store.write_stats();
     let commits = heads.iter().map(|h| {
         let (_, mut c) = commit(h, vec![user("m1")]);
         c.events = vec![delta(&h.id, 1, "e")];
         store.commit(c)
     });
-    let answers = futures::future::join_all(commits).await;
+    let planted = "INSERT INTO messages (session_id, idx, message) VALUES ('s3', 1, '{}')";
+    let answers =
+        holding_the_write_lock(&path, Some(planted), futures::future::join_all(commits)).await;
     assert_eq!(store.write_stats().transactions - before.transactions, 1, "one batch");
     for (h, answer) in heads.iter().zip(answers) {
         let loaded_head = store.head(&h.id).await.unwrap().unwrap();
@@ -383,7 +403,7 @@ fn sqlite_writer_gone_is_closed_not_transient() {
         create(&store, "s1", None, vec![user("a")]).await;
         store
     });
-    // The writer task dies with the runtime it was spawned on.
+    // The writer stops with the runtime that opened the store, as a task of it would.
     drop(opened);
     let other = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     other.block_on(async {

@@ -1,9 +1,11 @@
 //! [`SqliteStore`]: the embedded default, one file.
 //!
 //! - **One writer.** Every write (create, commit, event append, `reserve_seqs`, checkpoint,
-//!   lease, delete) is sent over a channel to one task that owns the only writing connection.
-//!   The task takes whatever is queued (up to [`SqliteOptions::max_batch`] operations), applies it
-//!   in one `BEGIN IMMEDIATE … COMMIT` transaction, and only then answers each caller: one
+//!   lease, delete) is sent over a channel to one thread that owns the only writing connection
+//!   and calls SQLite directly (no hand-off between threads per statement, and a commit's fsync
+//!   holds no runtime worker). It begins a `BEGIN IMMEDIATE` transaction, takes whatever is
+//!   queued by then (up to [`SqliteOptions::max_batch`] operations; writes queued while it waited
+//!   for the file's lock join), applies it, commits, and only then answers each caller: one
 //!   fsync for the whole batch (group commit). Each operation runs inside its own `SAVEPOINT`,
 //!   so one that fails (a stale commit, a bad seq, a row that cannot be written) is rolled back
 //!   alone and fails only its own caller. If the transaction itself fails (the disk, the lock),
@@ -50,7 +52,7 @@ mod writer;
 use ops::{Done, Job, Op};
 use poller::poll_loop;
 use schema::{enable_wal, migrate};
-use writer::write_loop;
+use writer::Writer;
 
 /// Where the default store lives: `$WEFT_HOME/weft.db`, `WEFT_HOME` defaulting to `~/.weft`.
 /// Creates the directory.
@@ -195,17 +197,21 @@ impl SqliteStore {
             .map_err(|e| backend(&what, e))?;
         let watcher = reader_options.connect().await.map_err(|e| backend(&what, e))?;
 
+        // The schema is in place: the writer thread writes on a connection of its own.
+        drop(sqlx::Connection::close(writer).await);
         let hub = Arc::new(Hub::default());
         let stats = Arc::new(Counters::default());
         let (sender, receiver) = mpsc::channel(options.queue.max(1));
-        tokio::spawn(write_loop(
-            writer,
-            writer_options,
-            receiver,
-            Arc::clone(&hub),
-            Arc::clone(&stats),
-            options.max_batch.max(1),
-        ));
+        Writer {
+            path: path.clone(),
+            busy_timeout: options.busy_timeout,
+            queue: receiver,
+            hub: Arc::clone(&hub),
+            stats: Arc::clone(&stats),
+            max_batch: options.max_batch.max(1),
+        }
+        .start()
+        .await?;
         let poller = tokio::spawn(poll_loop(
             watcher,
             readers.clone(),

@@ -1,5 +1,5 @@
 //! The writer's operations: what a caller queues ([`Job`]: an [`Op`] and where its answer goes)
-//! and what comes back. Shared by the writer task and the functions that apply each operation.
+//! and what comes back. Shared by the writer thread and the functions that apply each operation.
 
 use tokio::sync::oneshot;
 use weft_core::store::{Checkpoint, StoreError};

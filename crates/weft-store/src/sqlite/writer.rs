@@ -1,103 +1,183 @@
-//! The writer: one task that owns the writing connection and applies queued writes in batches,
+//! The writer: one thread that owns the writing connection and applies queued writes in batches,
 //! one transaction per batch and one savepoint per operation.
+//!
+//! A thread of its own, calling SQLite directly: a statement is a function call, where through
+//! sqlx's async connection each one was two hand-offs between threads (to its worker and back),
+//! and a batch's fsync holds no runtime worker. The thread lives as long as the runtime that
+//! opened the store (as a task of it would): once that runtime is gone, queued writes are
+//! dropped unanswered, as a killed process's are.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
-use sqlx::{ConnectOptions, Executor};
-use tokio::sync::mpsc;
+use rusqlite::{Connection, OpenFlags};
+use tokio::sync::{mpsc, oneshot};
 use weft_core::store::StoreError;
 
 use super::Counters;
-use super::apply::apply;
+use super::apply::{apply, sql};
 use super::ops::{Job, Op, OpResult, Wake};
 use crate::codec::backend;
 use crate::hub::Hub;
 
-pub(super) async fn write_loop(
-    writer: SqliteConnection,
-    reconnect: SqliteConnectOptions,
-    mut queue: mpsc::Receiver<Job>,
-    hub: Arc<Hub>,
-    stats: Arc<Counters>,
-    max_batch: usize,
-) {
-    let mut conn = Some(writer);
-    let mut jobs: Vec<Job> = Vec::new();
-    while queue.recv_many(&mut jobs, max_batch).await > 0 {
-        let (ops, replies): (Vec<Op>, Vec<_>) = jobs.drain(..).map(|j| (j.op, j.reply)).unzip();
-        if conn.is_none() {
-            match reconnect.connect().await {
-                Ok(c) => conn = Some(c),
-                Err(e) => {
-                    let error = backend("SQLite writer cannot reconnect", e);
+/// What the writer thread needs.
+pub(super) struct Writer {
+    pub(super) path: PathBuf,
+    pub(super) busy_timeout: Duration,
+    pub(super) queue: mpsc::Receiver<Job>,
+    pub(super) hub: Arc<Hub>,
+    pub(super) stats: Arc<Counters>,
+    pub(super) max_batch: usize,
+}
+
+impl Writer {
+    /// Opens the writing connection on a thread of its own and starts writing there; returns
+    /// once the connection is open (or could not be). Must be called inside a Tokio runtime: the
+    /// writer stops with it.
+    pub(super) async fn start(self) -> Result<(), StoreError> {
+        let stopped = Arc::new(AtomicBool::new(false));
+        // Dropped when the runtime shuts down (or the task is otherwise dropped).
+        let guard = StopOnDrop(Arc::clone(&stopped));
+        tokio::spawn(async move {
+            let _guard = guard;
+            std::future::pending::<()>().await;
+        });
+        let (opened, open_answer) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("weft-sqlite-writer".into())
+            .spawn(move || match connect(&self.path, self.busy_timeout) {
+                Ok(conn) => {
+                    let _ = opened.send(Ok(()));
+                    self.write_loop(conn, &stopped);
+                }
+                Err(error) => {
+                    let _ = opened.send(Err(error));
+                }
+            })
+            .map_err(|e| backend("cannot start the SQLite writer thread", e))?;
+        open_answer
+            .await
+            .map_err(|_| StoreError::Closed("the SQLite writer stopped while opening".into()))?
+    }
+
+    fn write_loop(self, writer: Connection, stopped: &AtomicBool) {
+        let mut conn = Some(writer);
+        let mut queue = self.queue;
+        while let Some(first) = queue.blocking_recv() {
+            if stopped.load(Ordering::Acquire) {
+                // The runtime that opened the store is gone: nothing more is written.
+                return;
+            }
+            if conn.is_none() {
+                match connect(&self.path, self.busy_timeout) {
+                    Ok(c) => conn = Some(c),
+                    Err(error) => {
+                        let _ = first.reply.send(Err(error));
+                        continue;
+                    }
+                }
+            }
+            let Some(c) = conn.as_ref() else { continue };
+            // The transaction is begun before the batch is gathered: whatever is queued while
+            // it waits for the file's lock (another process's writer) joins it.
+            if let Err(e) = exec(c, "BEGIN IMMEDIATE") {
+                let _ = first.reply.send(Err(sql(e)));
+                conn = None;
+                continue;
+            }
+            let mut jobs = vec![first];
+            while jobs.len() < self.max_batch {
+                match queue.try_recv() {
+                    Ok(job) => jobs.push(job),
+                    Err(_) => break,
+                }
+            }
+            let (ops, replies): (Vec<Op>, Vec<_>) =
+                jobs.into_iter().map(|j| (j.op, j.reply)).unzip();
+            let count = ops.len() as u64;
+            match run_batch(c, ops) {
+                Ok(results) => {
+                    self.stats.transactions.fetch_add(1, Ordering::Relaxed);
+                    self.stats.operations.fetch_add(count, Ordering::Relaxed);
+                    for (result, reply) in results.into_iter().zip(replies) {
+                        let answer = result.map(|(done, wake)| {
+                            if let Some(Wake(id)) = wake {
+                                self.hub.poke(&id);
+                            }
+                            done
+                        });
+                        let _ = reply.send(answer);
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "SQLite write batch failed; reconnecting the writer");
+                    // Whatever state the connection is in, start the next batch on a fresh one.
+                    conn = None;
                     for reply in replies {
                         let _ = reply.send(Err(error.clone()));
                     }
-                    continue;
-                }
-            }
-        }
-        let Some(c) = conn.as_mut() else { continue };
-        let count = ops.len() as u64;
-        match run_batch(c, ops).await {
-            Ok(results) => {
-                stats.transactions.fetch_add(1, Ordering::Relaxed);
-                stats.operations.fetch_add(count, Ordering::Relaxed);
-                for (result, reply) in results.into_iter().zip(replies) {
-                    let answer = result.map(|(done, wake)| {
-                        if let Some(Wake(id)) = wake {
-                            hub.poke(&id);
-                        }
-                        done
-                    });
-                    let _ = reply.send(answer);
-                }
-            }
-            Err(error) => {
-                tracing::warn!(%error, "SQLite write batch failed; reconnecting the writer");
-                // Whatever state the connection is in, start the next batch on a fresh one.
-                conn = None;
-                for reply in replies {
-                    let _ = reply.send(Err(error.clone()));
                 }
             }
         }
     }
 }
 
-/// One transaction for the batch, one savepoint per operation. `Err` means the transaction
-/// failed and nothing of the batch was written.
-async fn run_batch(conn: &mut SqliteConnection, ops: Vec<Op>) -> Result<Vec<OpResult>, StoreError> {
-    let fail = |e: sqlx::Error| backend("SQLite write", e);
-    conn.execute("BEGIN IMMEDIATE").await.map_err(fail)?;
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// The writing connection: the file (created by the store's opening), waiting up to
+/// `busy_timeout` for other processes' writers, every commit synced (`synchronous = FULL`; the
+/// file is in WAL mode already).
+fn connect(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
+    let what = format!("SQLite store {}", path.display());
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| backend(&what, e))?;
+    conn.busy_timeout(busy_timeout).map_err(|e| backend(&what, e))?;
+    conn.pragma_update(None, "synchronous", "FULL").map_err(|e| backend(&what, e))?;
+    conn.pragma_update(None, "foreign_keys", "OFF").map_err(|e| backend(&what, e))?;
+    // Every statement the writer runs, prepared once.
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
+}
+
+/// The batch in the transaction begun, one savepoint per operation, then the commit. `Err`
+/// means the transaction failed and nothing of the batch was written.
+fn run_batch(conn: &Connection, ops: Vec<Op>) -> Result<Vec<OpResult>, StoreError> {
     let mut results = Vec::with_capacity(ops.len());
     for op in ops {
-        if let Err(e) = conn.execute("SAVEPOINT op").await {
-            return Err(abort(conn, fail(e)).await);
+        if let Err(e) = exec(conn, "SAVEPOINT op") {
+            return Err(abort(conn, sql(e)));
         }
-        let result = apply(conn, op).await;
+        let result = apply(conn, op);
         let closed = if result.is_ok() {
-            conn.execute("RELEASE op").await.map(|_| ())
+            exec(conn, "RELEASE op")
         } else {
-            match conn.execute("ROLLBACK TO op").await {
-                Ok(_) => conn.execute("RELEASE op").await.map(|_| ()),
-                Err(e) => Err(e),
-            }
+            exec(conn, "ROLLBACK TO op").and_then(|()| exec(conn, "RELEASE op"))
         };
         if let Err(e) = closed {
-            return Err(abort(conn, fail(e)).await);
+            return Err(abort(conn, sql(e)));
         }
         results.push(result);
     }
-    if let Err(e) = conn.execute("COMMIT").await {
-        return Err(abort(conn, fail(e)).await);
+    if let Err(e) = exec(conn, "COMMIT") {
+        return Err(abort(conn, sql(e)));
     }
     Ok(results)
 }
 
-async fn abort(conn: &mut SqliteConnection, error: StoreError) -> StoreError {
-    let _ = conn.execute("ROLLBACK").await;
+/// Runs a statement without parameters, prepared once.
+fn exec(conn: &Connection, statement: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(statement)?.execute([]).map(drop)
+}
+
+fn abort(conn: &Connection, error: StoreError) -> StoreError {
+    let _ = conn.execute_batch("ROLLBACK");
     error
 }
