@@ -10,10 +10,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use weft_core::store::StoreError;
 
 use super::Counters;
@@ -26,10 +26,11 @@ use crate::hub::Hub;
 pub(super) struct Writer {
     pub(super) path: PathBuf,
     pub(super) busy_timeout: Duration,
-    pub(super) queue: mpsc::Receiver<Job>,
+    pub(super) queue: flume::Receiver<Job>,
     pub(super) hub: Arc<Hub>,
     pub(super) stats: Arc<Counters>,
     pub(super) max_batch: usize,
+    pub(super) group_commit: Duration,
 }
 
 impl Writer {
@@ -64,8 +65,28 @@ impl Writer {
 
     fn write_loop(self, writer: Connection, stopped: &AtomicBool) {
         let mut conn = Some(writer);
-        let mut queue = self.queue;
-        while let Some(first) = queue.blocking_recv() {
+        let queue = self.queue;
+        // When the last transaction ended.
+        let mut last_commit: Option<Instant> = None;
+        while let Ok(first) = queue.recv() {
+            let mut jobs = vec![first];
+            // Event appends coming close together (the persisters of streaming runs, which no
+            // run waits for under `async`): more of them join this transaction. Any other write
+            // (a session's creation, a run's start or end, a lease) ends the wait.
+            if is_append(&jobs[0])
+                && !self.group_commit.is_zero()
+                && last_commit.is_some_and(|at| at.elapsed() < self.group_commit * 4)
+            {
+                let until = Instant::now() + self.group_commit;
+                while jobs.len() < self.max_batch {
+                    let Ok(job) = queue.recv_deadline(until) else { break };
+                    let urgent = !is_append(&job);
+                    jobs.push(job);
+                    if urgent {
+                        break;
+                    }
+                }
+            }
             if stopped.load(Ordering::Acquire) {
                 // The runtime that opened the store is gone: nothing more is written.
                 return;
@@ -74,7 +95,9 @@ impl Writer {
                 match connect(&self.path, self.busy_timeout) {
                     Ok(c) => conn = Some(c),
                     Err(error) => {
-                        let _ = first.reply.send(Err(error));
+                        for job in jobs {
+                            let _ = job.reply.send(Err(error.clone()));
+                        }
                         continue;
                     }
                 }
@@ -83,11 +106,13 @@ impl Writer {
             // The transaction is begun before the batch is gathered: whatever is queued while
             // it waits for the file's lock (another process's writer) joins it.
             if let Err(e) = exec(c, "BEGIN IMMEDIATE") {
-                let _ = first.reply.send(Err(sql(e)));
+                let error = sql(e);
+                for job in jobs {
+                    let _ = job.reply.send(Err(error.clone()));
+                }
                 conn = None;
                 continue;
             }
-            let mut jobs = vec![first];
             while jobs.len() < self.max_batch {
                 match queue.try_recv() {
                     Ok(job) => jobs.push(job),
@@ -97,7 +122,9 @@ impl Writer {
             let (ops, replies): (Vec<Op>, Vec<_>) =
                 jobs.into_iter().map(|j| (j.op, j.reply)).unzip();
             let count = ops.len() as u64;
-            match run_batch(c, ops) {
+            let done = run_batch(c, ops);
+            last_commit = Some(Instant::now());
+            match done {
                 Ok(results) => {
                     self.stats.transactions.fetch_add(1, Ordering::Relaxed);
                     self.stats.operations.fetch_add(count, Ordering::Relaxed);
@@ -122,6 +149,10 @@ impl Writer {
             }
         }
     }
+}
+
+fn is_append(job: &Job) -> bool {
+    matches!(job.op, Op::Append { .. })
 }
 
 struct StopOnDrop(Arc<AtomicBool>);
