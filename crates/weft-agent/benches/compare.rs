@@ -32,7 +32,8 @@
 //! thread too). Each is run `WEFT_BENCH_RUNS` times (default 3): medians, and the best.
 //! Arguments pick workloads (`-- w1 w3`); `WEFT_COMPARE_CG_DELTAS` sets the callgrind size of
 //! `w1` (default 200,000), `WEFT_BENCH_W2_DELTAS` the size of `w2` (default 10,000),
-//! `WEFT_COMPARE_CALLGRIND=0` skips callgrind. Run without cargo
+//! `WEFT_COMPARE_CALLGRIND=0` skips callgrind, `WEFT_COMPARE_JSON=FILE` also writes the table's
+//! rows there as JSON lines (`bench/plot.py` draws them). Run without cargo
 //! bench's `--bench` argument (`cargo test --benches`) it takes tiny sizes and skips pi and
 //! callgrind, unless given `full`.
 
@@ -506,6 +507,21 @@ impl Orchestra {
         println!("|---|---|");
         for (t, r) in &self.targets {
             println!("| {t} | {r} |");
+        }
+        if let Some(path) = std::env::var_os("WEFT_COMPARE_JSON") {
+            // The rows as JSON lines, for bench/plot.py.
+            let lines: String = self
+                .rows
+                .iter()
+                .map(|r| {
+                    let row = json!({
+                        "workload": r.workload, "measure": r.measure,
+                        "weft": r.weft, "pi": r.pi, "ratio": r.ratio,
+                    });
+                    format!("{row}\n")
+                })
+                .collect();
+            std::fs::write(&path, lines).unwrap();
         }
         drop(std::fs::remove_dir_all(&self.tmp));
     }
