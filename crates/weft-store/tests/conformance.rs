@@ -20,7 +20,7 @@ use sqlx::{Connection, Executor, Row};
 use weft_core::AgentEvent;
 use weft_core::store::{MessageSpan, SessionStore, StoreError};
 use weft_store::testing::{Subject, SubjectFuture, commit, create, delta, record, user};
-use weft_store::{MemoryStore, PostgresOptions, PostgresStore, SqliteStore};
+use weft_store::{MemoryStore, PostgresOptions, PostgresStore, SqliteOptions, SqliteStore};
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
@@ -311,6 +311,37 @@ async fn sqlite_group_commit_is_one_transaction() {
     for h in &heads {
         let events = store.read_events(&h.id, 0, 10).await.unwrap();
         assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2]);
+    }
+}
+
+/// Appends that come close together gather into one transaction (`group_commit`): the second
+/// arrives well after the first was queued, and still joins its transaction. With the gather off,
+/// the same appends are two transactions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_appends_close_together_share_a_transaction() {
+    for (gather, transactions) in [(Duration::from_secs(2), 1), (Duration::ZERO, 2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = SqliteOptions { group_commit: gather, ..SqliteOptions::default() };
+        let store = SqliteStore::open_with(dir.path().join("weft.db"), options).await.unwrap();
+        create(&store, "a", None, vec![]).await;
+        // Just written: the next appends come close after a transaction.
+        create(&store, "b", None, vec![]).await;
+        let before = store.write_stats();
+        let first = store.append_events("a", vec![delta("a", 1, "x")], None);
+        let second = async {
+            // 200 ms after the first: a tenth of the gather.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            store.append_events("b", vec![delta("b", 1, "y")], None).await
+        };
+        let (first, second) = futures::join!(first, second);
+        assert_eq!((first, second), (Ok(()), Ok(())));
+        let after = store.write_stats();
+        assert_eq!(after.operations - before.operations, 2);
+        assert_eq!(
+            after.transactions - before.transactions,
+            transactions,
+            "gather {gather:?}: {before:?} -> {after:?}"
+        );
     }
 }
 
