@@ -117,6 +117,21 @@ def fmt(v):
     return f"{v:,.0f}" if v >= 10 else f"{v:g}"
 
 
+def svg_start(width, height, title, title_x):
+    """An SVG's opening: white page and title."""
+    return [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
+            f'<rect width="{width}" height="{height}" fill="white"/>',
+            f'<text x="{title_x}" y="22" text-anchor="middle" font-size="15">{escape(title)}</text>']
+
+
+def svg_write(path, out):
+    """Closes the SVG and writes it."""
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+    return True
+
+
 def line_chart(path, title, ylabel, data, log_y=False):
     points = [p for pts in data.values() for p in pts]
     if not points:
@@ -137,9 +152,7 @@ def line_chart(path, title, ylabel, data, log_y=False):
             f = (y - y_lo) / (y_hi - y_lo)
         return H - BOTTOM - f * (H - TOP - BOTTOM)
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
-           f'<rect width="{W}" height="{H}" fill="white"/>',
-           f'<text x="{W / 2 - RIGHT / 2}" y="22" text-anchor="middle" font-size="15">{escape(title)}</text>']
+    out = svg_start(W, H, title, W / 2 - RIGHT / 2)
     for y in ticks(y_lo if log_y else 0, y_hi, log_y):
         out.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{py(y):.1f}" y2="{py(y):.1f}" stroke="#ddd"/>')
         out.append(f'<text x="{LEFT - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{fmt(y)}</text>')
@@ -158,10 +171,7 @@ def line_chart(path, title, ylabel, data, log_y=False):
         ly = TOP + 14 + i * 20
         out.append(f'<line x1="{W - RIGHT + 12}" x2="{W - RIGHT + 32}" y1="{ly - 4}" y2="{ly - 4}" stroke="{color}" stroke-width="2"/>')
         out.append(f'<text x="{W - RIGHT + 38}" y="{ly}">{escape(name)}</text>')
-    out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
-    return True
+    return svg_write(path, out)
 
 
 def ratio(text):
@@ -184,9 +194,7 @@ def bar_chart(path, title, rows):
     def px(v):
         return left + v / top * (width - left - 60)
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
-           f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15">{escape(title)}</text>']
+    out = svg_start(width, height, title, width / 2)
     out.append(f'<line x1="{px(1):.1f}" x2="{px(1):.1f}" y1="{TOP - 6}" y2="{height - 30}" stroke="#d1242f" stroke-dasharray="4 3"/>')
     out.append(f'<text x="{px(1):.1f}" y="{height - 16}" text-anchor="middle" fill="#d1242f">1× (as fast)</text>')
     for i, (name, v) in enumerate(rows):
@@ -194,10 +202,7 @@ def bar_chart(path, title, rows):
         out.append(f'<text x="{left - 8}" y="{y + bar * 0.7:.1f}" text-anchor="end">{escape(name[:66])}</text>')
         out.append(f'<rect x="{left}" y="{y}" width="{px(v) - left:.1f}" height="{bar}" fill="{COLORS[0]}"/>')
         out.append(f'<text x="{px(v) + 4:.1f}" y="{y + bar * 0.7:.1f}">{v:g}×</text>')
-    out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
-    return True
+    return svg_write(path, out)
 
 
 def load(path):
