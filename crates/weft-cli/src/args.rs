@@ -151,6 +151,12 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "FORMAT")]
     pub(crate) protocol: Option<Protocol>,
 
+    /// Write nothing while the run goes, then its step trace as one JSON object: the library's
+    /// `AgentResponse` (`{"steps": [...], "finalOutput": "..."}`, every model call with the
+    /// tool executions it caused). Cannot be combined with --json, --protocol or --server.
+    #[arg(long, conflicts_with_all = ["json", "protocol"])]
+    pub(crate) response: bool,
+
     /// The most model calls the run may make.
     #[arg(
         long,

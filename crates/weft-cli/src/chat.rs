@@ -118,6 +118,7 @@ impl ChatArgs {
             model: self.model.clone(),
             json: false,
             protocol: None,
+            response: false,
             max_turns: self.max_turns,
             models: self.models.clone(),
             connect_timeout: None,

@@ -1,7 +1,7 @@
 //! `weft run`: one prompt run to its end, locally or on a server (`--server URL`), and the exit
 //! its end makes.
 
-use std::io::{self, BufWriter};
+use std::io::{self, BufWriter, Write};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -58,6 +58,9 @@ pub(crate) fn command(args: RunArgs) -> Result<(), Failure> {
         let options =
             weft_agent::RunOptions::default().durability(args.durability.unwrap_or_default());
         let input = Input::text(args.prompt.clone());
+        if args.response {
+            return respond(agent, &session, input, args.max_turns, &mut signals).await;
+        }
         let stream = agent.execute_with(&session, input, options).await.map_err(|e| match e {
             // The session's own reasons, as they are.
             ExecuteError::AwaitingToolCalls { .. } | ExecuteError::AlreadyRunning(_) => {
@@ -106,6 +109,40 @@ pub(crate) fn command(args: RunArgs) -> Result<(), Failure> {
     })
 }
 
+/// `weft run --response`: the run to its end without streaming, then its step trace on stdout.
+async fn respond(
+    agent: &weft_agent::Agent,
+    session: &SessionHandle,
+    input: Input,
+    max_turns: u32,
+    signals: &mut Signals,
+) -> Result<(), Failure> {
+    term::eprint_line(&format!("session: {}", sanitize::visible(&session.id())));
+    let responded = tokio::select! {
+        responded = agent.respond(session, input) => responded,
+        // Nothing was written: the process ends as an interrupted run does (the store keeps
+        // the run as interrupted; `--session` continues it).
+        signal = signals.next() => {
+            return Err(Failure { code: signal.exit_code(), message: Some(signal.describe().into()) });
+        }
+    };
+    let (response, result) = responded.map_err(|e| match e {
+        ExecuteError::AwaitingToolCalls { .. } | ExecuteError::AlreadyRunning(_) => {
+            Failure::run(e.to_string())
+        }
+        other => Failure::run(format!("cannot start the run: {other}")),
+    })?;
+    let json = serde_json::to_string(&response)
+        .map_err(|e| Failure::run(format!("cannot write the response: {e}")))?;
+    let mut out = io::stdout().lock();
+    match writeln!(out, "{json}").and_then(|()| out.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+        Err(e) => return Err(Failure::run(format!("cannot write to stdout: {e}"))),
+    }
+    outcome(&result, None, max_turns)
+}
+
 /// The agent and the session `plan` asks for, on `store`: a new session created, or the
 /// continued one loaded (said on stderr when a previous run of it was interrupted).
 async fn open_session(
@@ -146,6 +183,7 @@ fn remote_run_command(args: &RunArgs, client: weft_client::Client) -> Result<(),
         ("--script", args.script.is_some()),
         ("--models", args.models.is_some()),
         ("--config", args.config.is_some()),
+        ("--response", args.response),
     ];
     let http = args.http_flags().into_iter().map(|(flag, _, set)| (flag, set));
     if let Some((flag, _)) = local_only.into_iter().chain(http).find(|(_, set)| *set) {

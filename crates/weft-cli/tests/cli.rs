@@ -612,6 +612,46 @@ fn every_protocol_prints_json_lines() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+#[test]
+fn response_prints_the_step_trace_as_one_object() {
+    let script = Script::new(
+        "response",
+        &json!({"turns": [
+            {"thinking": "Echo first.", "text": "Let me echo that.", "toolCalls": [
+                {"id": "c1", "name": "echo", "arguments": {"text": "hello"}},
+                {"id": "c2", "name": "nope", "arguments": {}}
+            ]},
+            {"text": "It said hello.", "chunkSize": 3}
+        ]}),
+    );
+    let o = run(&["run", "Echo please", "--response", "--script", script.path()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 1, "{out}");
+    let response: weft_core::AgentResponse = serde_json::from_str(&out).unwrap();
+    assert_eq!(response.final_output, "It said hello.");
+    let [first, second] = &response.steps[..] else { panic!("{out}") };
+    assert_eq!((first.step_index, second.step_index), (0, 1));
+    assert_eq!(first.llm_response.text(), "Let me echo that.");
+    let results: Vec<_> = first
+        .tool_results
+        .iter()
+        .map(|r| (r.call.name.as_str(), r.output.as_str(), r.error.is_some()))
+        .collect();
+    assert_eq!(results, [("echo", "hello", false), ("nope", "Tool nope not found", true)]);
+    assert!(second.tool_results.is_empty());
+    // The session's id is on stderr, as for every run; nothing else is.
+    assert_eq!(stderr_after_session(&o), "");
+
+    // Only with a local run, and with no other output format.
+    for other in [&["--json"][..], &["--protocol", "native"], &["--server", "http://127.0.0.1:9"]] {
+        let mut args = vec!["run", "Hi", "--response"];
+        args.extend_from_slice(other);
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{other:?}: {}", stderr(&o));
+    }
+}
+
 // Real providers: each dialect against a local server standing in for the provider, keys and
 // base URLs given to the child process through its environment (never the test's own).
 
