@@ -10,6 +10,7 @@ import { dirname, join, normalize } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { startWeft, until } from "./server.mjs";
+import { skipOrFail } from "./skip.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const pages = join(here, "..", "..", "..", "examples", "html");
@@ -21,11 +22,7 @@ const missing = !executable
   : !playwright || !bundler
     ? "playwright-core or esbuild is missing from clients/frontends/node_modules (run `npm ci` there)"
     : undefined;
-if (missing) {
-  const message = `${missing}: the example pages were not tested`;
-  if (process.env.CI === "true") throw new Error(message);
-  console.warn(`\n!!! SKIPPED: ${message}\n`);
-}
+if (missing) skipOrFail(executable ? "node" : "browser", "the example pages", missing);
 
 /** A static server for examples/html/ (vendor/ from `vendor`) on 127.0.0.1; its origin. */
 async function servePages(vendor) {

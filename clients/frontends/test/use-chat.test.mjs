@@ -16,6 +16,7 @@ import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { startWeft, until } from "./server.mjs";
+import { skipOrFail } from "./skip.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const executable = process.env.CHROMIUM ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => existsSync(p));
@@ -29,11 +30,7 @@ const missing = !executable
   : !playwright || !bundler || !hasPackages
     ? "playwright-core, esbuild, react or @ai-sdk/react is missing from clients/frontends/node_modules (run `npm ci` there)"
     : undefined;
-if (missing) {
-  const message = `${missing}: useChat was not tested in a browser`;
-  if (process.env.CI === "true") throw new Error(message);
-  console.warn(`\n!!! SKIPPED: ${message}\n`);
-}
+if (missing) skipOrFail(executable ? "node" : "browser", "useChat in a browser", missing);
 
 /**
  * The scenarios the server does not pass yet, each with what it sends wrong (the test runs, its

@@ -11,16 +11,13 @@ import { chromium, type Browser, type BrowserContext, type Page } from "playwrig
 
 import { WeftClient, readSse } from "../src/index.js";
 import { startWeft, testDir, type Weft } from "./server.js";
+import { skipOrFail } from "./skip.js";
 
 const executable = process.env.CHROMIUM ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => existsSync(p));
 const artifacts = join(testDir, "..", "test-artifacts");
 mkdirSync(artifacts, { recursive: true });
 
-if (!executable) {
-  const message = "no Chromium (/usr/bin/chromium; set CHROMIUM=…): the browser tests did not run";
-  if (process.env.CI === "true") throw new Error(message);
-  console.warn(`\n!!! SKIPPED: ${message}\n`);
-}
+if (!executable) skipOrFail("browser", "the playground's browser tests", "no Chromium (/usr/bin/chromium; set CHROMIUM=…)");
 
 const STORY =
   "Once upon a time a quick brown fox jumped over a lazy dog. The dog did not mind: it was asleep, dreaming of bones and long walks. The fox, proud of itself, jumped back and forth a dozen times, until the farmer came out with a lantern and everyone went to bed. The end.";

@@ -36,8 +36,8 @@
 //! local runs; `WEFT_CRASH_SEED=S` replays a seed (kill times and the model's choices; process
 //! timing itself is not reproducible); `WEFT_CRASH_KEEP=1` keeps the database, the reports and
 //! the workers' log (and the Postgres schema) and prints where. Postgres is
-//! `WEFT_TEST_POSTGRES_URL` (a fresh schema per run); without it the Postgres half prints SKIPPED,
-//! except under `CI=true` where it fails.
+//! `WEFT_TEST_POSTGRES_URL` (a fresh schema per run); without it the Postgres half fails, unless
+//! `WEFT_ALLOW_SKIP` has `postgres`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -1065,25 +1065,9 @@ fn sqlite_sessions_survive_random_sigkills() {
     runtime().block_on(crash_test("sqlite", &url, dir.path(), kills(SQLITE_KILLS)));
 }
 
-/// The test database's URL, or `None` (after saying so) when there is none; under `CI=true` a
-/// missing database is a failure.
+/// The test database's URL, or `None` when the caller let the Postgres tests skip.
 fn postgres_url() -> Option<String> {
-    match std::env::var("WEFT_TEST_POSTGRES_URL") {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!(
-                    "WEFT_TEST_POSTGRES_URL is not set under CI: the crash test must run on \
-                     Postgres (eval \"$(bash .ci/postgres.sh)\" sets it)"
-                );
-            }
-            eprintln!(
-                "SKIPPED: set WEFT_TEST_POSTGRES_URL to run the Postgres crash test \
-                 (eval \"$(bash .ci/postgres.sh)\")"
-            );
-            None
-        }
-    }
+    weft_test_support::postgres_url("the Postgres crash test")
 }
 
 /// A fresh schema, named as the store's conformance suite names its own (`weft_t_<secs>_<id>`),

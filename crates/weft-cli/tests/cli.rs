@@ -1691,24 +1691,9 @@ fn killed_run_is_continued(store: &[&str]) {
     );
 }
 
-/// The Postgres database of the tests, or `None` (saying so) when there is none; under `CI=true`
-/// a missing database is a failure.
+/// The test database's URL, or `None` when the caller let the Postgres tests skip.
 fn postgres_url() -> Option<String> {
-    match std::env::var("WEFT_TEST_POSTGRES_URL") {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "WEFT_TEST_POSTGRES_URL is not set under CI: the Postgres store must be tested \
-                 (eval \"$(bash .ci/postgres.sh)\" sets it)"
-            );
-            eprintln!(
-                "SKIPPED: set WEFT_TEST_POSTGRES_URL to run weft against a Postgres store \
-                 (eval \"$(bash .ci/postgres.sh)\")"
-            );
-            None
-        }
-    }
+    weft_test_support::postgres_url("weft against a Postgres store")
 }
 
 #[test]

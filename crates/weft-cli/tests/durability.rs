@@ -5,9 +5,9 @@
 //! `completed` with the answer the store keeps — and keeps: no sweep later replaces it. When the
 //! outage outlasts it, the client gets an error saying the end was not kept, never `completed`.
 //!
-//! The tmpfs needs root (or CAP_SYS_ADMIN): elsewhere those tests say SKIPPED and pass, except
-//! under `CI=true`. The Postgres tests need `WEFT_TEST_POSTGRES_URL` and `psql` (for a schema of
-//! their own), likewise.
+//! The tmpfs needs root (or CAP_SYS_ADMIN): elsewhere those tests fail, unless `WEFT_ALLOW_SKIP`
+//! has `tmpfs`. The Postgres tests need `WEFT_TEST_POSTGRES_URL` and `psql` (for a schema of
+//! their own), likewise (`postgres`).
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
@@ -24,15 +24,6 @@ use serde_json::Value;
 /// The answer the first model call streams (in about 1.2 s), and the one a recovery would get.
 const ANSWER_A: &str = "Answer A: the first and only answer this run gives";
 const ANSWER_B: &str = "Answer B";
-
-fn under_ci() -> bool {
-    std::env::var("CI").as_deref() == Ok("true")
-}
-
-fn skip(test: &str, why: &str) {
-    assert!(!under_ci(), "{test} cannot run under CI: {why}");
-    eprintln!("SKIPPED {test}: {why}");
-}
 
 /// `weft serve` on `home` (its `weft.toml` there), killed when dropped.
 struct Serve {
@@ -340,7 +331,11 @@ fn an_end_never_stored_is_an_error(home: &Path, store: Option<&str>, outage: &dy
 fn disk_or_skip(test: &str) -> Option<SmallDisk> {
     let disk = SmallDisk::mount("8m");
     if disk.is_none() {
-        skip(test, "cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN)");
+        weft_test_support::skip(
+            "tmpfs",
+            test,
+            "cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN)",
+        );
     }
     disk
 }
@@ -363,11 +358,7 @@ fn a_disk_full_for_longer_than_the_end_timeout_is_an_error_never_completed() {
 
 /// The Postgres test database behind a cutting proxy, in a schema of its own: the store URL.
 fn postgres_or_skip(test: &str) -> Option<(Proxy, String)> {
-    let Some(url) = std::env::var("WEFT_TEST_POSTGRES_URL").ok().filter(|u| !u.trim().is_empty())
-    else {
-        skip(test, "WEFT_TEST_POSTGRES_URL is not set (eval \"$(bash .ci/postgres.sh)\")");
-        return None;
-    };
+    let url = weft_test_support::postgres_url(test)?;
     // postgres://USER@HOST:PORT/DB
     let rest = url.split_once("://").unwrap().1;
     let (authority, database) = rest.split_once('/').unwrap();
@@ -378,7 +369,11 @@ fn postgres_or_skip(test: &str) -> Option<(Proxy, String)> {
         .arg(format!("CREATE SCHEMA {schema}"))
         .status();
     if !created.is_ok_and(|s| s.success()) {
-        skip(test, "psql could not create a schema in the test database");
+        weft_test_support::skip(
+            "postgres",
+            test,
+            "psql could not create a schema in the test database",
+        );
         return None;
     }
     let proxy = Proxy::start(host.to_string());

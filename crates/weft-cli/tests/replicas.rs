@@ -4,8 +4,8 @@
 //! over from the store once its lease has expired, and the session goes on there. And chaos
 //! between them (`chaos.rs`), through TCP proxies (`proxy.rs`).
 //!
-//! Needs `WEFT_TEST_POSTGRES_URL` (`eval "$(bash .ci/postgres.sh)"`): without it the test says
-//! SKIPPED and passes, except under `CI=true`, where it fails.
+//! Needs `WEFT_TEST_POSTGRES_URL` (`eval "$(bash .ci/postgres.sh)"`): without it the test fails,
+//! unless `WEFT_ALLOW_SKIP` has `postgres`.
 #![allow(clippy::unwrap_used)]
 
 #[path = "replicas/chaos.rs"]
@@ -23,23 +23,9 @@ use serde_json::{Value, json};
 use weft_protocol::Frame;
 use weft_protocol::framing::parse_sse;
 
+/// The test database's URL, or `None` when the caller let the Postgres tests skip.
 fn postgres_url() -> Option<String> {
-    match std::env::var("WEFT_TEST_POSTGRES_URL") {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!(
-                    "WEFT_TEST_POSTGRES_URL is not set under CI: the replicas must be tested on \
-                     Postgres (eval \"$(bash .ci/postgres.sh)\" sets it)"
-                );
-            }
-            eprintln!(
-                "SKIPPED: set WEFT_TEST_POSTGRES_URL to run the two-replica test \
-                 (eval \"$(bash .ci/postgres.sh)\")"
-            );
-            None
-        }
-    }
+    weft_test_support::postgres_url("the two-replica test")
 }
 
 /// A `weft serve` child process and its address.

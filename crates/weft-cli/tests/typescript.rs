@@ -3,7 +3,7 @@
 //! runs its Node tests and its browser tests (headless Chromium) against this `weft` binary.
 //!
 //! Without Node or the package's `node_modules` (`npm ci` in clients/typescript, which
-//! `.ci/run` does) the test says loudly that it skipped; under `CI=true` it fails instead.
+//! `scripts/test.sh` does) the test fails, unless `WEFT_ALLOW_SKIP` has `node`.
 mod node;
 
 #[test]

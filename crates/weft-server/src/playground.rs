@@ -1,7 +1,8 @@
 //! The web playground: the page at `/` and its assets under `/playground/`. They are the
 //! committed build of `clients/typescript` (its `playground/` page and the compiled `dist/`
-//! modules), embedded in the binary: nothing is read from disk and nothing is built at
-//! `cargo build` time. The page talks to the API like any other client (its API key, if any, is
+//! modules), copied into this crate's `playground/` by its `npm run build` (so the crate builds
+//! from its published package) and embedded in the binary: nothing is read from disk and nothing
+//! is built at `cargo build` time. `tests/playground.rs` checks the copy is current. The page talks to the API like any other client (its API key, if any, is
 //! typed into the page), so these routes need no key.
 
 use std::sync::Arc;
@@ -17,28 +18,28 @@ use crate::error::ApiError;
 
 macro_rules! client_file {
     ($path:literal) => {
-        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../clients/typescript/", $path))
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/playground/", $path))
     };
 }
 
-const INDEX: &str = client_file!("playground/index.html");
+const INDEX: &str = client_file!("index.html");
 
 const JS: &str = "text/javascript; charset=utf-8";
 
 /// The assets under `/playground/`: name, content type, content.
 const ASSETS: [(&str, &str, &str); 12] = [
-    ("style.css", "text/css; charset=utf-8", client_file!("playground/style.css")),
-    ("playground.js", JS, client_file!("dist/playground.js")),
-    ("client.js", JS, client_file!("dist/client.js")),
-    ("sse.js", JS, client_file!("dist/sse.js")),
-    ("pg-chat.js", JS, client_file!("dist/pg-chat.js")),
-    ("pg-inspector.js", JS, client_file!("dist/pg-inspector.js")),
-    ("pg-reasoning.js", JS, client_file!("dist/pg-reasoning.js")),
-    ("pg-sessions.js", JS, client_file!("dist/pg-sessions.js")),
-    ("pg-settings.js", JS, client_file!("dist/pg-settings.js")),
-    ("pg-tools.js", JS, client_file!("dist/pg-tools.js")),
-    ("pg-trace.js", JS, client_file!("dist/pg-trace.js")),
-    ("pg-util.js", JS, client_file!("dist/pg-util.js")),
+    ("style.css", "text/css; charset=utf-8", client_file!("style.css")),
+    ("playground.js", JS, client_file!("playground.js")),
+    ("client.js", JS, client_file!("client.js")),
+    ("sse.js", JS, client_file!("sse.js")),
+    ("pg-chat.js", JS, client_file!("pg-chat.js")),
+    ("pg-inspector.js", JS, client_file!("pg-inspector.js")),
+    ("pg-reasoning.js", JS, client_file!("pg-reasoning.js")),
+    ("pg-sessions.js", JS, client_file!("pg-sessions.js")),
+    ("pg-settings.js", JS, client_file!("pg-settings.js")),
+    ("pg-tools.js", JS, client_file!("pg-tools.js")),
+    ("pg-trace.js", JS, client_file!("pg-trace.js")),
+    ("pg-util.js", JS, client_file!("pg-util.js")),
 ];
 
 /// Only the page's own scripts and styles; it talks to this origin only.

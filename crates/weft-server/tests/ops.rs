@@ -138,9 +138,10 @@ impl Drop for SmallDisk {
 #[tokio::test]
 async fn readiness_needs_a_store_that_can_write() {
     let Some(disk) = SmallDisk::mount("4m") else {
-        eprintln!(
-            "SKIPPED readiness_needs_a_store_that_can_write: cannot mount a tmpfs here \
-             (needs root or CAP_SYS_ADMIN)"
+        weft_test_support::skip(
+            "tmpfs",
+            "readiness_needs_a_store_that_can_write",
+            "cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN)",
         );
         return;
     };

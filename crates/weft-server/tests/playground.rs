@@ -61,3 +61,40 @@ async fn the_page_and_its_modules_are_served_without_a_key() {
     let api = anonymous.get(server.url("/api/agent/sessions")).send().await.unwrap();
     assert_eq!(api.status(), 401, "the API still needs the key");
 }
+
+/// The copy this crate embeds (`playground/`) is the TypeScript client's build: its page and
+/// style, and every module of its `dist/` (`npm run build` in `clients/typescript` copies them).
+#[test]
+fn the_embedded_copy_is_the_typescript_clients_build() {
+    let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let client = crate_dir.join("../../clients/typescript");
+    if !client.exists() {
+        // The crate's published package: the copy is all there is.
+        return;
+    }
+    let files = |dir: &std::path::Path, keep: fn(&str) -> bool| -> Vec<(String, String)> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|name| keep(name))
+            .map(|name| {
+                let text = std::fs::read_to_string(dir.join(&name)).unwrap();
+                (name, text)
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let mut expected = files(&client.join("playground"), |_| true);
+    expected.extend(files(&client.join("dist"), |name| name.ends_with(".js")));
+    expected.sort();
+    let copy = files(&crate_dir.join("playground"), |_| true);
+    let names = |files: &[(String, String)]| files.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&copy), names(&expected), "run `npm run build` in clients/typescript");
+    for ((name, copied), (_, built)) in copy.iter().zip(&expected) {
+        assert!(
+            copied == built,
+            "playground/{name} is stale: run `npm run build` in clients/typescript"
+        );
+    }
+}

@@ -68,14 +68,8 @@ fn histories_on_sqlite_keep_every_promise() {
 
 #[test]
 fn histories_on_postgres_keep_every_promise() {
-    let url = std::env::var("WEFT_TEST_POSTGRES_URL").ok().filter(|u| !u.trim().is_empty());
-    let Some(url) = url else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "WEFT_TEST_POSTGRES_URL is not set under CI: the simulation must run on Postgres \
-             (eval \"$(bash .ci/postgres.sh)\" sets it)"
-        );
-        eprintln!("SKIPPED: set WEFT_TEST_POSTGRES_URL to play the histories on Postgres");
+    let Some(url) = weft_test_support::postgres_url("histories_on_postgres_keep_every_promise")
+    else {
         return;
     };
     database_histories(&weft_sim::Backend::Postgres(url));

@@ -4,8 +4,8 @@
 //! crate's own tests enable): each is a `pub async fn name(f: &dyn Subject)`. The `conformance!`
 //! macro below runs every check against the memory store (`memory::name`), a SQLite store on a
 //! temporary file (`sqlite::name`) and a Postgres store in a fresh schema (`postgres::name`, when
-//! `WEFT_TEST_POSTGRES_URL` is set: without it the Postgres tests print a SKIPPED line and pass,
-//! except under `CI=true`, where a missing Postgres is a failure).
+//! `WEFT_TEST_POSTGRES_URL` is set: without it the Postgres tests fail, unless `WEFT_ALLOW_SKIP`
+//! has `postgres`).
 //!
 //! `Subject::other` opens a second instance on the same database (for memory: a clone sharing
 //! the same map), so that checks can prove what crosses instances: conflicts, reservations,
@@ -116,24 +116,9 @@ async fn sqlite_fixture() -> Fixture {
     Fixture { store: Arc::new(store), reopen: Reopen::Sqlite(path), _dir: Some(dir) }
 }
 
-/// The test database's URL, or `None` (after saying so loudly) when there is none.
+/// The test database's URL, or `None` when the caller let the Postgres tests skip.
 fn postgres_url() -> Option<String> {
-    match std::env::var("WEFT_TEST_POSTGRES_URL") {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!(
-                    "WEFT_TEST_POSTGRES_URL is not set under CI: the Postgres store must be tested \
-                     (eval \"$(bash .ci/postgres.sh)\" sets it)"
-                );
-            }
-            eprintln!(
-                "SKIPPED: set WEFT_TEST_POSTGRES_URL to run the Postgres store tests \
-                 (eval \"$(bash .ci/postgres.sh)\")"
-            );
-            None
-        }
-    }
+    weft_test_support::postgres_url("the Postgres store tests")
 }
 
 async fn pg_store(url: &str) -> PostgresStore {

@@ -1,6 +1,6 @@
 //! Running an npm package's tests (`node scripts/test.mjs`) against this `weft` binary: Node 20
-//! or newer and the package's `node_modules` are needed; without them the test says loudly that
-//! it skipped, and under `CI=true` it fails instead.
+//! or newer and the package's `node_modules` are needed; without them the test fails, unless
+//! `WEFT_ALLOW_SKIP` has `node` (see `weft_test_support::skip`).
 
 use std::path::Path;
 use std::process::Command;
@@ -8,13 +8,7 @@ use std::process::Command;
 /// Runs `clients/{package}`'s tests (`what` names them in messages) once `modules` are installed
 /// in its `node_modules`.
 pub(crate) fn run_package_tests(package: &str, what: &str, modules: &[&str]) {
-    let skip = |reason: &str| {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but the {what} cannot run: {reason}"
-        );
-        eprintln!("\n!!! SKIPPED the {what}: {reason}\n");
-    };
+    let skip = |reason: &str| weft_test_support::skip("node", &format!("the {what}"), reason);
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../clients").join(package);
     let node = Command::new("node").arg("--version").output().ok();
     let Some(node) = node.filter(|o| o.status.success()) else {

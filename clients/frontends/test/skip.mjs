@@ -1,0 +1,17 @@
+// The rule for a test whose real component is missing (as weft-test-support's in Rust): it
+// fails, unless WEFT_ALLOW_SKIP (comma-separated: postgres, node, browser, runtimes, mcp, python,
+// tmpfs, or all) names that component. A skip is said on stderr and appended to WEFT_SKIP_LOG,
+// from which `scripts/test.sh` prints what was skipped.
+import { appendFileSync } from "node:fs";
+
+/** `what` cannot run (`why`): throws unless the caller allowed `component` to skip; else records the skip. */
+export function skipOrFail(component, what, why) {
+  const allowed = (process.env.WEFT_ALLOW_SKIP ?? "")
+    .split(",")
+    .map((c) => c.trim())
+    .some((c) => c === component || c === "all");
+  if (!allowed) throw new Error(`${what} cannot run: ${why} (set WEFT_ALLOW_SKIP=${component} to let it skip)`);
+  console.warn(`\n!!! SKIPPED ${what} (${component}): ${why}\n`);
+  const log = process.env.WEFT_SKIP_LOG;
+  if (log) appendFileSync(log, `${component}\t${what}\t${why.replace(/[\t\n]/g, " ")}\n`);
+}
