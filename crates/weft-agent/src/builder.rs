@@ -166,6 +166,13 @@ impl AgentBuilder {
         self
     }
 
+    /// Whether the runs' GenAI spans carry message content (see
+    /// [`AgentConfig::capture_content`]; off by default).
+    pub fn capture_content(mut self, on: bool) -> Self {
+        self.config.capture_content = on;
+        self
+    }
+
     /// Adds a provider sessions may pick by `name` ([`SessionOptions::provider`](crate::SessionOptions::provider)); `model` is the
     /// model of new sessions on it that name none. The provider the builder started with is
     /// the default, named by its [`Provider::name`]; adding a provider under that name replaces

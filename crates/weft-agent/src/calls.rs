@@ -14,8 +14,11 @@ use weft_core::{
 };
 use weft_llm::CancellationToken;
 
+use tracing::{Instrument, Span};
+
 use crate::content::EventSink;
 use crate::context::AgentInner;
+use crate::telemetry;
 
 use crate::tool::{
     DEFAULT_MAX_OUTPUT, ToolContext, ToolError, ToolEvent, ToolOutput, floor_char_boundary,
@@ -120,6 +123,13 @@ pub(crate) async fn run_one(
     let _ = tx.send((i, ToolEvent::Error(error))).await;
 }
 
+/// Ends a call's `execute_tool` span with what it returned.
+fn ended(span: &mut Span, outcome: &ToolOutcome, capture: bool) {
+    let execution = &outcome.execution;
+    telemetry::tool_ended(span, &execution.output, execution.error.is_some(), capture);
+    *span = Span::none();
+}
+
 pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         (*s).to_string()
@@ -135,17 +145,22 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 /// told of its run (its call id and cancellation are its own, a child of `cancel`). Returns one
 /// outcome per call, in the model's order, and whether `cancel` aborted the batch (calls it
 /// stopped are answered "the run was aborted").
+///
+/// Each call has an `execute_tool` span, a child of `parent` (the run's), ended with the call.
 pub(crate) async fn run_batch(
     agent: &AgentInner,
     calls: &[ToolCall],
     base: &ToolContext,
+    parent: &Span,
     cancel: &CancellationToken,
     events: &mut impl EventSink,
 ) -> (Vec<ToolOutcome>, bool) {
     let local_tools = agent.tools.snapshot();
+    let capture = agent.config.capture_content;
     let (tx, mut rx) = mpsc::channel::<(usize, ToolEvent)>(256);
     let mut tasks = JoinSet::new();
     let mut started = Vec::with_capacity(calls.len());
+    let mut spans = Vec::with_capacity(calls.len());
     for (i, call) in calls.iter().enumerate() {
         events.emit(AgentEvent::ToolExecutionStart {
             tool_call_id: call.id.clone(),
@@ -154,6 +169,8 @@ pub(crate) async fn run_batch(
         });
         events.pace().await;
         started.push((now_ms(), Instant::now()));
+        let span = telemetry::execute_tool(parent, &base.session_id, call, capture);
+        spans.push(span.clone());
         let Some(local) = local_tools.get(&call.name) else {
             let error = ToolError::failed(format!("Tool {} not found", call.name));
             let _ = tx.try_send((i, ToolEvent::Error(error)));
@@ -165,7 +182,7 @@ pub(crate) async fn run_batch(
             ToolContext { call_id: call.id.clone(), cancel: cancel.child_token(), ..base.clone() };
         // The tool takes its arguments by value (a typed tool moves them into its own type).
         let args = serde_json::Value::clone(&call.arguments);
-        tasks.spawn(run_one(i, tool, args, ctx, timeout, tx.clone()));
+        tasks.spawn(run_one(i, tool, args, ctx, timeout, tx.clone()).instrument(span));
     }
     drop(tx);
 
@@ -204,6 +221,7 @@ pub(crate) async fn run_batch(
         if outcomes[i].is_none() {
             remaining -= 1;
             let (end, outcome) = finish_call(call, result, started[i]);
+            ended(&mut spans[i], &outcome, capture);
             events.emit(end);
             events.pace().await;
             outcomes[i] = Some(outcome);
@@ -215,7 +233,9 @@ pub(crate) async fn run_batch(
     // Every call has its outcome: those the abort stopped (or, should a task end without a
     // word, those it left) are answered here.
     let mut answered = Vec::with_capacity(calls.len());
-    for ((call, outcome), started) in calls.iter().zip(outcomes).zip(started) {
+    for (((call, outcome), started), span) in
+        calls.iter().zip(outcomes).zip(started).zip(&mut spans)
+    {
         let outcome = match outcome {
             Some(outcome) => outcome,
             None => {
@@ -225,6 +245,7 @@ pub(crate) async fn run_batch(
                     ToolError::failed("The tool ended without a result")
                 };
                 let (end, outcome) = finish_call(call, Err(error), started);
+                ended(span, &outcome, capture);
                 events.emit(end);
                 events.pace().await;
                 outcome

@@ -95,6 +95,10 @@ pub struct AgentConfig {
     /// taken over by another process, which would then recover the run from its last stored
     /// state while this one still tried to store another end.
     pub end_commit_timeout: Duration,
+    /// Whether the runs' GenAI spans ([`telemetry`](crate::telemetry)) carry message content:
+    /// the model calls' input and output messages and system instructions, the tool calls'
+    /// arguments and results. Off by default: traces often go where the conversations may not.
+    pub capture_content: bool,
 }
 
 impl Default for AgentConfig {
@@ -112,6 +116,7 @@ impl Default for AgentConfig {
             keep_open: DEFAULT_KEEP_OPEN,
             abort_poll: DEFAULT_ABORT_POLL,
             end_commit_timeout: DEFAULT_END_COMMIT_TIMEOUT,
+            capture_content: false,
         }
     }
 }

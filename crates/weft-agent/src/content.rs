@@ -5,6 +5,8 @@ use futures::{FutureExt, StreamExt};
 use weft_core::{AgentEvent, AssistantContent, AssistantMessage, StopReason};
 use weft_llm::{ContentDelta, ProviderStream, StreamEvent};
 
+use crate::telemetry::Chat;
+
 /// Where the events of a model call ([`stream_message`]) or a batch of tool calls
 /// ([`crate::calls::run_batch`]) go: the run's emitter, or a graph node's channel to the run.
 ///
@@ -25,6 +27,18 @@ pub(crate) trait EventSink {
 pub(crate) async fn stream_message(
     mut stream: ProviderStream,
     sink: &mut impl EventSink,
+    mut chat: Chat,
+) -> AssistantMessage {
+    let message = stream_to_end(&mut stream, sink, &mut chat).await;
+    chat.end(&message);
+    message
+}
+
+/// [`stream_message`] until the stream's end.
+async fn stream_to_end(
+    stream: &mut ProviderStream,
+    sink: &mut impl EventSink,
+    chat: &mut Chat,
 ) -> AssistantMessage {
     // Blocks started and not yet ended.
     let mut open: Vec<u32> = Vec::new();
@@ -47,6 +61,7 @@ pub(crate) async fn stream_message(
         };
         match event {
             StreamEvent::Content(delta) => {
+                chat.chunk();
                 match &delta {
                     ContentDelta::TextStart { index }
                     | ContentDelta::ThinkingStart { index }

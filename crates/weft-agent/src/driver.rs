@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use futures::FutureExt;
+use tracing::{Instrument, Span};
 use weft_core::{
     AgentResponse, Input, Message, Session, SessionStatus, SessionStore, StoreError, ToolSpec,
     now_ms,
@@ -383,8 +384,8 @@ impl Driver {
         // drops the handler's future): dropped half-way, it would leave the handle marked
         // running by a run that never began, refusing every later input.
         let (agent, session, input) = (self.clone(), session.clone(), input.into());
-        match tokio::spawn(async move { agent.execute_here(&session, input, options).await }).await
-        {
+        let task = async move { agent.execute_here(&session, input, options).await };
+        match tokio::spawn(task.instrument(Span::current())).await {
             Ok(started) => started,
             Err(join) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
             // The runtime is shutting down.
@@ -598,6 +599,7 @@ impl Driver {
         let after_seq = hub.last_seq();
         let events = hub.subscribe(after_seq, true, Some(Arc::clone(&run_id_shared)));
         let (result_tx, result_rx) = tokio::sync::oneshot::channel();
+        let machine_mode = machine.mode().name();
         let mut run = Run::new(
             self.inner.clone(),
             session.clone(),
@@ -606,6 +608,8 @@ impl Driver {
             cancel.clone(),
             start_len,
         );
+        let span = self.run_span(session, &run_id, machine_mode, recovers.as_deref());
+        run.set_span(span, after_seq);
         run.set_state_before(state_before);
         run.set_recovers(recovers);
         run.set_durability(durability);
@@ -616,7 +620,9 @@ impl Driver {
         // Released by the run itself, before the session takes new input: a late release
         // would take the next run's lease (same holder) away.
         run.set_lease(lease);
-        tokio::spawn(async move {
+        // The run's task is in its span (what it logs belongs to the run).
+        let span = run.span().clone();
+        let task = async move {
             let mut run = run;
             // A panic in a hook or a provider must not leave the session `running` forever, nor
             // a stream without its end.
@@ -631,8 +637,31 @@ impl Driver {
                 }
             };
             let _ = result_tx.send(result);
-        });
+        };
+        tokio::spawn(task.instrument(span));
         ExecuteStream::new(session_id, after_seq, events, result_rx, cancel)
+    }
+
+    /// The `invoke_agent` span of run `run_id` of `session`: a child of the current span (the
+    /// caller's, which [`execute`](Self::execute) carries into the task that starts the run).
+    fn run_span(
+        &self,
+        session: &SessionHandle,
+        run_id: &str,
+        mode: &str,
+        recovers: Option<&str>,
+    ) -> Span {
+        let state = session.lock();
+        let s = &state.session;
+        let provider = self.inner.provider_for(&s.provider);
+        crate::telemetry::invoke_agent(&crate::telemetry::RunInfo {
+            session_id: &s.id,
+            run_id,
+            mode,
+            provider: provider.name(),
+            model: &s.model,
+            recovers,
+        })
     }
 
     /// Takes over a run whose process died (the session is `running` in the store, and this

@@ -17,6 +17,7 @@ use crate::catalog::Catalog;
 use crate::content::{EventSink, stream_message};
 use crate::context::AgentInner;
 use crate::session::Shared;
+use crate::telemetry::{CallInfo, Chat};
 use crate::tool::ToolContext;
 
 /// What a graph node's task tells the driver.
@@ -55,6 +56,8 @@ pub(crate) struct GraphNodeRun {
     /// What the node's tool calls are told of their run: session, run and owner ids (the call
     /// id and cancellation are each call's own).
     pub(crate) tool_context: ToolContext,
+    /// The run's `invoke_agent` span: the parent of the node's calls' spans.
+    pub(crate) span: tracing::Span,
 }
 
 /// A graph node's events, sent to the driver tagged with its node run (each as soon as the
@@ -94,13 +97,13 @@ impl GraphNodeRun {
 
     /// Runs the node to its end, starting with the model call `first` (opened by the driver on
     /// [`request`](Self::request)).
-    pub(crate) async fn run(mut self, first: ProviderStream, started_at: u64) {
+    pub(crate) async fn run(mut self, first: (ProviderStream, Chat), started_at: u64) {
         let mut first = Some((first, started_at));
         let mut next = NodeNext::CallModel;
         loop {
             next = match next {
                 NodeNext::CallModel => {
-                    let (stream, started_at) = match first.take() {
+                    let (opened, started_at) = match first.take() {
                         Some(first) => first,
                         None => {
                             let messages = self.node.messages().clone();
@@ -109,7 +112,7 @@ impl GraphNodeRun {
                         }
                     };
                     let clock = Instant::now();
-                    let (message, step_id) = self.model_call(stream).await;
+                    let (message, step_id) = self.model_call(opened).await;
                     let latency_ms = elapsed_ms(clock);
                     let dispositions = if message.stop_reason.is_failure() {
                         Vec::new()
@@ -126,7 +129,7 @@ impl GraphNodeRun {
                     let mut events =
                         NodeEvents { node_ref: &self.node_ref, tx: &self.tx, queued: Vec::new() };
                     let (outcomes, _) =
-                        run_batch(&agent, &calls, &context, &cancel, &mut events).await;
+                        run_batch(&agent, &calls, &context, &self.span, &cancel, &mut events).await;
                     self.node.on_tool_results(outcomes)
                 }
                 NodeNext::Expand(prompt) => {
@@ -136,8 +139,8 @@ impl GraphNodeRun {
                         ModelRequest { messages, tools: Vec::new(), ..self.request.clone() };
                     let started_at = now_ms();
                     let clock = Instant::now();
-                    let stream = self.open(request);
-                    let (message, step_id) = self.model_call(stream).await;
+                    let opened = self.open(request);
+                    let (message, step_id) = self.model_call(opened).await;
                     self.node.on_expansion(message, step_id, started_at, elapsed_ms(clock))
                 }
                 NodeNext::Done => break,
@@ -150,16 +153,27 @@ impl GraphNodeRun {
     }
 
     /// Opens model call `request` in the session's scope.
-    fn open(&self, request: ModelRequest) -> ProviderStream {
-        crate::model::open(self.provider.as_ref(), &self.scope, request, self.cancel.clone())
+    fn open(&self, request: ModelRequest) -> (ProviderStream, Chat) {
+        let call = CallInfo {
+            parent: &self.span,
+            session_id: &self.tool_context.session_id,
+            provider: self.provider.name(),
+            node_id: &self.node_id,
+            step_index: None,
+            capture_content: self.agent.config.capture_content,
+        };
+        crate::model::open(self.provider.as_ref(), &self.scope, request, self.cancel.clone(), &call)
     }
 
     /// Streams one model call of the node, between its `message_start` and `message_end`;
     /// returns its message and step id.
-    async fn model_call(&self, stream: ProviderStream) -> (AssistantMessage, String) {
+    async fn model_call(
+        &self,
+        (stream, chat): (ProviderStream, Chat),
+    ) -> (AssistantMessage, String) {
         let step_id = uuid::Uuid::new_v4().to_string();
         self.send(AgentEvent::MessageStart { role: Role::Assistant }).await;
-        let message = stream_message(stream, &mut self.events()).await;
+        let message = stream_message(stream, &mut self.events(), chat).await;
         let shared = Arc::new(Message::Assistant(message.clone()));
         self.send(AgentEvent::MessageEnd { message: shared }).await;
         (message, step_id)

@@ -50,6 +50,7 @@ mod options;
 mod outcome;
 mod run;
 mod session;
+pub mod telemetry;
 pub mod tool;
 
 pub use agent::Agent;

@@ -9,6 +9,7 @@ use weft_core::{History, Session, ToolSpec};
 use weft_llm::{CancellationToken, ModelRequest, Provider, ProviderStream};
 
 use crate::context::AgentInner;
+use crate::telemetry::{CallInfo, Chat};
 
 /// A request to session `session`'s model with `messages` and `tools`, and the agent's sampling
 /// settings.
@@ -29,12 +30,15 @@ pub(crate) fn request(
     }
 }
 
-/// Opens model call `request` on `provider` in the scope of session `scope`.
+/// Opens model call `request` on `provider` in the scope of session `scope`, with its `chat`
+/// span (`call`).
 pub(crate) fn open(
     provider: &dyn Provider,
     scope: &Arc<str>,
     request: ModelRequest,
     cancel: CancellationToken,
-) -> ProviderStream {
-    weft_llm::scope::in_scope(scope, || provider.stream(request, cancel))
+    call: &CallInfo<'_>,
+) -> (ProviderStream, Chat) {
+    let chat = Chat::open(call, &request);
+    (weft_llm::scope::in_scope(scope, || provider.stream(request, cancel)), chat)
 }

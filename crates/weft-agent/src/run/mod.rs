@@ -28,6 +28,7 @@ use crate::execute::{Emitter, ExecuteResult};
 use crate::graph::{GraphMsg, GraphNodeRun};
 use crate::outcome::{Ending, FailureKind};
 use crate::session::SessionHandle;
+use crate::telemetry::{self, CallInfo};
 use crate::tool::ToolContext;
 
 mod boundary;
@@ -75,6 +76,10 @@ pub(crate) struct Run {
     steps: Vec<Arc<weft_core::AgentStep>>,
     /// How durably the run is stored: under `exit`, nothing is saved at a boundary.
     durability: Durability,
+    /// Its `invoke_agent` span ([`crate::telemetry`]): the parent of its calls' spans.
+    span: tracing::Span,
+    /// The seq its events come after.
+    after_seq: u64,
 }
 
 impl Run {
@@ -105,6 +110,37 @@ impl Run {
             last_state: None,
             steps: Vec::new(),
             durability: Durability::default(),
+            span: tracing::Span::none(),
+            after_seq: 0,
+        }
+    }
+
+    /// Gives the run its span, and the seq its events come after (recorded on the span at its
+    /// end, with the last one's).
+    pub(crate) fn set_span(&mut self, span: tracing::Span, after_seq: u64) {
+        self.span = span;
+        self.after_seq = after_seq;
+    }
+
+    /// Its `invoke_agent` span.
+    pub(crate) fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// What a model call's span is made of, in node run `node_id`.
+    fn call_info<'a>(
+        &'a self,
+        provider: &'a str,
+        node_id: &'a str,
+        step_index: Option<u32>,
+    ) -> CallInfo<'a> {
+        CallInfo {
+            parent: &self.span,
+            session_id: &self.session_id,
+            provider,
+            node_id,
+            step_index,
+            capture_content: self.agent.config.capture_content,
         }
     }
 
@@ -286,6 +322,14 @@ impl Run {
         }
         // The outcome and the error text come from one record: they always agree.
         let (outcome, error) = self.ending.take(status);
+        let last_seq = hub.last_seq();
+        telemetry::run_ended(
+            &self.span,
+            status,
+            telemetry::error_type(&outcome),
+            (&usage, &cost),
+            (last_seq > self.after_seq).then_some((self.after_seq + 1, last_seq)),
+        );
         ExecuteResult {
             session_id: self.session_id.clone(),
             status,
@@ -490,8 +534,10 @@ impl Run {
         self.emitter.emit(AgentEvent::MessageStart { role: Role::Assistant });
         let started_at = now_ms();
         let clock = Instant::now();
-        let stream = crate::model::open(provider, &self.scope, request, self.cancel.child_token());
-        let message = stream_message(stream, &mut RunSink(&mut self.emitter)).await;
+        let call = self.call_info(provider.name(), node_id, Some(step_index));
+        let (stream, chat) =
+            crate::model::open(provider, &self.scope, request, self.cancel.child_token(), &call);
+        let message = stream_message(stream, &mut RunSink(&mut self.emitter), chat).await;
         let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
         let failure = message.stop_reason.is_failure().then(|| message.failure_text().to_string());
         ModelNode { before, step_id, started_at, latency_ms, message, failure }
@@ -629,8 +675,14 @@ impl Run {
         );
         let cancel = self.cancel.child_token();
         let started_at = now_ms();
-        let first =
-            crate::model::open(provider.as_ref(), &self.scope, request.clone(), cancel.clone());
+        let call = self.call_info(provider.name(), &node_id, None);
+        let first = crate::model::open(
+            provider.as_ref(),
+            &self.scope,
+            request.clone(),
+            cancel.clone(),
+            &call,
+        );
         let tool_context = ToolContext {
             call_id: String::new(),
             session_id: self.session_id.clone(),
@@ -650,6 +702,7 @@ impl Run {
             cancel,
             tx,
             tool_context,
+            span: self.span.clone(),
         };
         let (id, node_id, tx) = (graph_id, ctx.node_id.clone(), ctx.tx.clone());
         tokio::spawn(async move {
@@ -689,7 +742,8 @@ impl Run {
         };
         let (agent, cancel) = (Arc::clone(&self.agent), self.cancel.clone());
         let (outcomes, aborted) =
-            run_batch(&agent, &calls, &base, &cancel, &mut RunSink(&mut self.emitter)).await;
+            run_batch(&agent, &calls, &base, &self.span, &cancel, &mut RunSink(&mut self.emitter))
+                .await;
         self.with_session(|m, s| m.on_tool_results(s, outcomes));
         self.emitter.emit(AgentEvent::NodeExit {
             name: "act".into(),
