@@ -6,11 +6,12 @@
 #
 # Set up here: the PostgreSQL test database, the Node packages (clients/typescript,
 # clients/frontends, the reference MCP server, Deno and Bun from npm), Chromium (Debian's
-# package), the Python client's environment (clients/python/.venv, from PyPI).
+# package), the Python client's environment (clients/python/.venv, from PyPI), and Arize Phoenix
+# (target/phoenix-venv, from PyPI: the OpenTelemetry receiver of the OTLP test).
 #
 # A test whose real component is missing fails the run, unless the caller opts out of that
 # component: WEFT_ALLOW_SKIP=postgres,browser (any of postgres, node, browser, runtimes, mcp,
-# python, tmpfs; or all). The summary at the end names everything that was skipped.
+# python, phoenix, tmpfs; or all). The summary at the end names everything that was skipped.
 #
 # Usage: bash scripts/test.sh [arguments for `cargo test --workspace`, e.g. -- --test-threads=2]
 set -euo pipefail
@@ -77,6 +78,9 @@ fi
 echo "== the Python client's environment (clients/python/.venv)"
 bash clients/python/scripts/setup.sh || unavailable python "the Python client's environment could not be made"
 
+echo "== Arize Phoenix (target/phoenix-venv), the OTLP receiver of the OpenTelemetry test"
+bash .ci/phoenix.sh || unavailable phoenix "Arize Phoenix could not be installed from PyPI"
+
 echo "== cargo test --workspace"
 cargo test --workspace "$@"
 
@@ -97,5 +101,5 @@ if [ -s "$SKIP_LOG" ]; then
 else
   echo "every suite passed; nothing was skipped (Rust workspace with Postgres, TypeScript client"
   echo "and playground in Node, Deno, Bun and Chromium, front-end clients in Chromium, reference MCP"
-  echo "server, Python client, examples, schemathesis)"
+  echo "server, Python client, OpenTelemetry to Phoenix, examples, schemathesis)"
 fi

@@ -1,6 +1,6 @@
 // The rule for a test whose real component is missing (as weft-test-support's in Rust): it
 // fails, unless WEFT_ALLOW_SKIP (comma-separated: postgres, node, browser, runtimes, mcp, python,
-// tmpfs, or all) names that component. A skip is said on stderr and appended to WEFT_SKIP_LOG,
+// phoenix, tmpfs, or all) names that component. A skip is said on stderr and appended to WEFT_SKIP_LOG,
 // from which `scripts/test.sh` prints what was skipped.
 import { appendFileSync } from "node:fs";
 

@@ -123,6 +123,52 @@ pub(crate) async fn run_one(
     let _ = tx.send((i, ToolEvent::Error(error))).await;
 }
 
+/// A call of a batch under way: when it started, and its `execute_tool` span.
+struct Started {
+    at: (u64, Instant),
+    span: Span,
+}
+
+/// Starts each of `calls` (`tool_execution_start` first), each in a task of its own that
+/// reports to `tx`; a call to a tool this agent does not have is answered at once. `parent`: the
+/// run's span.
+async fn start_calls(
+    agent: &AgentInner,
+    calls: &[ToolCall],
+    (base, parent): (&ToolContext, &Span),
+    cancel: &CancellationToken,
+    events: &mut impl EventSink,
+    tx: mpsc::Sender<(usize, ToolEvent)>,
+) -> (JoinSet<()>, Vec<Started>) {
+    let local_tools = agent.tools.snapshot();
+    let capture = agent.config.capture_content;
+    let mut tasks = JoinSet::new();
+    let mut started = Vec::with_capacity(calls.len());
+    for (i, call) in calls.iter().enumerate() {
+        events.emit(AgentEvent::ToolExecutionStart {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args: call.arguments.clone(),
+        });
+        events.pace().await;
+        let span = telemetry::execute_tool(parent, &base.session_id, call, capture);
+        started.push(Started { at: (now_ms(), Instant::now()), span: span.clone() });
+        let Some(local) = local_tools.get(&call.name) else {
+            let error = ToolError::failed(format!("Tool {} not found", call.name));
+            let _ = tx.try_send((i, ToolEvent::Error(error)));
+            continue;
+        };
+        let tool = local.tool.clone();
+        let timeout = tool.timeout().unwrap_or(agent.config.tool_timeout);
+        let ctx =
+            ToolContext { call_id: call.id.clone(), cancel: cancel.child_token(), ..base.clone() };
+        // The tool takes its arguments by value (a typed tool moves them into its own type).
+        let args = serde_json::Value::clone(&call.arguments);
+        tasks.spawn(run_one(i, tool, args, ctx, timeout, tx.clone()).instrument(span));
+    }
+    (tasks, started)
+}
+
 /// Ends a call's `execute_tool` span with what it returned.
 fn ended(span: &mut Span, outcome: &ToolOutcome, capture: bool) {
     let execution = &outcome.execution;
@@ -155,36 +201,10 @@ pub(crate) async fn run_batch(
     cancel: &CancellationToken,
     events: &mut impl EventSink,
 ) -> (Vec<ToolOutcome>, bool) {
-    let local_tools = agent.tools.snapshot();
     let capture = agent.config.capture_content;
     let (tx, mut rx) = mpsc::channel::<(usize, ToolEvent)>(256);
-    let mut tasks = JoinSet::new();
-    let mut started = Vec::with_capacity(calls.len());
-    let mut spans = Vec::with_capacity(calls.len());
-    for (i, call) in calls.iter().enumerate() {
-        events.emit(AgentEvent::ToolExecutionStart {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            args: call.arguments.clone(),
-        });
-        events.pace().await;
-        started.push((now_ms(), Instant::now()));
-        let span = telemetry::execute_tool(parent, &base.session_id, call, capture);
-        spans.push(span.clone());
-        let Some(local) = local_tools.get(&call.name) else {
-            let error = ToolError::failed(format!("Tool {} not found", call.name));
-            let _ = tx.try_send((i, ToolEvent::Error(error)));
-            continue;
-        };
-        let tool = local.tool.clone();
-        let timeout = tool.timeout().unwrap_or(agent.config.tool_timeout);
-        let ctx =
-            ToolContext { call_id: call.id.clone(), cancel: cancel.child_token(), ..base.clone() };
-        // The tool takes its arguments by value (a typed tool moves them into its own type).
-        let args = serde_json::Value::clone(&call.arguments);
-        tasks.spawn(run_one(i, tool, args, ctx, timeout, tx.clone()).instrument(span));
-    }
-    drop(tx);
+    let (mut tasks, mut started) =
+        start_calls(agent, calls, (base, parent), cancel, events, tx).await;
 
     let mut outcomes: Vec<Option<ToolOutcome>> = vec![None; calls.len()];
     let mut remaining = calls.len();
@@ -220,8 +240,8 @@ pub(crate) async fn run_batch(
         };
         if outcomes[i].is_none() {
             remaining -= 1;
-            let (end, outcome) = finish_call(call, result, started[i]);
-            ended(&mut spans[i], &outcome, capture);
+            let (end, outcome) = finish_call(call, result, started[i].at);
+            ended(&mut started[i].span, &outcome, capture);
             events.emit(end);
             events.pace().await;
             outcomes[i] = Some(outcome);
@@ -233,9 +253,7 @@ pub(crate) async fn run_batch(
     // Every call has its outcome: those the abort stopped (or, should a task end without a
     // word, those it left) are answered here.
     let mut answered = Vec::with_capacity(calls.len());
-    for (((call, outcome), started), span) in
-        calls.iter().zip(outcomes).zip(started).zip(&mut spans)
-    {
+    for ((call, outcome), mut started) in calls.iter().zip(outcomes).zip(started) {
         let outcome = match outcome {
             Some(outcome) => outcome,
             None => {
@@ -244,8 +262,8 @@ pub(crate) async fn run_batch(
                 } else {
                     ToolError::failed("The tool ended without a result")
                 };
-                let (end, outcome) = finish_call(call, Err(error), started);
-                ended(span, &outcome, capture);
+                let (end, outcome) = finish_call(call, Err(error), started.at);
+                ended(&mut started.span, &outcome, capture);
                 events.emit(end);
                 events.pace().await;
                 outcome

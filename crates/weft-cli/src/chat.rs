@@ -105,6 +105,11 @@ pub(crate) struct ChatArgs {
 }
 
 impl ChatArgs {
+    /// The configuration file it names (`--config`).
+    pub(crate) fn config(&self) -> Option<&std::path::Path> {
+        self.config.as_deref()
+    }
+
     /// The flags as `weft run`'s, so the agent is built exactly as for a local run.
     fn run_args(&self) -> RunArgs {
         RunArgs {

@@ -18,6 +18,7 @@ mod args;
 mod chat;
 mod drive;
 mod models;
+mod otel;
 mod remote;
 mod render;
 mod run;
@@ -111,7 +112,14 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => return clap_failure(&error),
     };
-    term::init_logging(cli.verbose);
+    let telemetry = match otel::start(&cli.command) {
+        Ok(telemetry) => telemetry,
+        Err(failure) => {
+            term::init_logging(cli.verbose, None);
+            return fail(failure);
+        }
+    };
+    term::init_logging(cli.verbose, telemetry.as_ref().map(weft_telemetry::Telemetry::layer));
     let outcome = match cli.command {
         Command::Run(args) => run::command(args),
         Command::Chat(args) => chat::command(args),
@@ -120,18 +128,25 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::command(args),
         Command::Tools(ToolsCommand::List { config }) => tools::list_command(config.as_deref()),
     };
+    if let Some(telemetry) = telemetry {
+        // What is buffered is sent before the process exits.
+        telemetry.shutdown();
+    }
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
-        Err(failure) => {
-            if let Some(message) = failure.message {
-                // One line, whatever the message holds, and nothing in it (a server's error
-                // body, a model's words) may drive the terminal.
-                let line = sanitize::visible(&message.replace('\n', " "));
-                term::eprint_line(&format!("weft: {line}"));
-            }
-            ExitCode::from(failure.code)
-        }
+        Err(failure) => fail(failure),
     }
+}
+
+/// Says why the command failed, in one line, and gives its exit code.
+fn fail(failure: Failure) -> ExitCode {
+    if let Some(message) = failure.message {
+        // One line, whatever the message holds, and nothing in it (a server's error body, a
+        // model's words) may drive the terminal.
+        let line = sanitize::visible(&message.replace('\n', " "));
+        term::eprint_line(&format!("weft: {line}"));
+    }
+    ExitCode::from(failure.code)
 }
 
 /// A command line clap refused, as one line (exit 2); help and version print as clap does.

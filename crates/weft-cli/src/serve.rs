@@ -63,6 +63,13 @@ pub(crate) struct ServeArgs {
     durability: Option<weft_agent::Durability>,
 }
 
+impl ServeArgs {
+    /// The configuration file it names (`--config`).
+    pub(crate) fn config(&self) -> Option<&std::path::Path> {
+        self.config.as_deref()
+    }
+}
+
 /// `weft serve`.
 pub(crate) fn command(args: ServeArgs) -> Result<(), Failure> {
     let env = |name: &str| std::env::var(name).ok();
@@ -86,6 +93,7 @@ pub(crate) fn command(args: ServeArgs) -> Result<(), Failure> {
         let agent = builder
             .identity(crate::store::identity(&*store))
             .store(store)
+            .capture_content(crate::otel::capture_content())
             .build()
             .map_err(|e| Failure::usage(&anyhow!("cannot set up the agent: {e}")))?;
         let listener = tokio::net::TcpListener::bind(&plan.addr)

@@ -54,6 +54,7 @@ impl Planned {
         let agent = builder
             .identity(identity)
             .store(store)
+            .capture_content(crate::otel::capture_content())
             .build()
             .map_err(|e| anyhow!("cannot set up the agent: {e}"))?;
         Ok(Setup { agent, provider: self.provider, model: self.model, registry: self.registry })

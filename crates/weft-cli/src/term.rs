@@ -59,16 +59,31 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
 /// `env_logger`-style filter such as `info` or `weft_llm=debug`) changes that, and `-v` (info),
 /// `-vv` (debug), `-vvv` (trace) override both. Compact lines without timestamps, coloured only
 /// when stderr is a terminal and `NO_COLOR` is unset.
-pub(crate) fn init_logging(verbosity: u8) {
+///
+/// `telemetry` (OpenTelemetry's export, [`crate::otel`]) sits beside the log lines with its own
+/// filter: what is logged and what is exported do not limit each other.
+pub(crate) fn init_logging(verbosity: u8, telemetry: Option<TelemetryLayer>) {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+
     let rust_log = std::env::var("RUST_LOG").ok();
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(log_filter(verbosity, rust_log.as_deref()))
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(LogWriter)
         .with_ansi(color_on_stderr())
         .without_time()
         .compact()
-        .try_init();
+        .with_filter(log_filter(verbosity, rust_log.as_deref()));
+    // Not an `Option` layer: a `None` one beside per-layer filters makes the subscriber's level
+    // hint OFF, which would disable every span.
+    let telemetry: TelemetryLayer =
+        telemetry.unwrap_or_else(|| Box::new(tracing_subscriber::layer::Identity::new()));
+    let _ = tracing_subscriber::registry().with(telemetry).with(logs).try_init();
 }
+
+/// The exporting layer [`init_logging`] installs beside the logs.
+pub(crate) type TelemetryLayer =
+    Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>;
 
 /// What is logged: `-v`s first, then `RUST_LOG` (invalid directives in it are skipped), then
 /// warnings and errors.

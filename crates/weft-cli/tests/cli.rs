@@ -378,6 +378,18 @@ fn configuration_mistakes_exit_2_with_one_line() {
     // Flags clap rejects are usage errors too.
     let o = run(&["run", "Hi", "--max-turns", "0"]);
     assert_eq!(o.status.code(), Some(2));
+
+    // Telemetry Weft cannot send is said before anything runs (gRPC is not built in).
+    let script = echo_script("grpc");
+    let o = weft(&["run", "Hi", "--script", script.path()])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let line = one_stderr_line(&o);
+    assert!(line.starts_with("weft: telemetry: OTLP protocol \"grpc\" is not supported"), "{line}");
+    assert_eq!(stdout(&o), "");
 }
 
 #[test]

@@ -13,8 +13,9 @@ mod chaos;
 #[path = "replicas/proxy.rs"]
 mod proxy;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+mod http;
+use http::{http, spawn_serving};
+
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -61,54 +62,8 @@ fn serve(home: &Path, name: &str, store: &str, script: &Value) -> Replica {
         cmd.env_remove(var);
     }
     cmd.env_remove("WEFT_API_KEYS").env_remove("RUST_LOG");
-    let mut child = cmd.spawn().unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    assert!(line.contains("http://"), "{name} did not start: {line}");
-    let addr = line.trim().rsplit("http://").next().unwrap().to_string();
-    // Keep reading what it logs, so it never blocks on a full pipe.
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        while stderr.read_line(&mut sink).is_ok_and(|n| n > 0) {
-            sink.clear();
-        }
-    });
+    let (child, addr) = spawn_serving(&mut cmd, name, false);
     Replica { child, addr }
-}
-
-/// One HTTP/1.1 request; the status and the (de-chunked) body.
-fn http(addr: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let body = body.map(Value::to_string).unwrap_or_default();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw);
-    let text = String::from_utf8_lossy(&raw).to_string();
-    let Some((head, rest)) = text.split_once("\r\n\r\n") else { return (0, String::new()) };
-    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
-    (status, if chunked { dechunk(rest) } else { rest.to_string() })
-}
-
-fn dechunk(mut rest: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
-        if size == 0 || after.len() < size {
-            out.push_str(after.get(..size.min(after.len())).unwrap_or(""));
-            break;
-        }
-        out.push_str(&after[..size]);
-        rest = after[size..].strip_prefix("\r\n").unwrap_or(&after[size..]);
-    }
-    out
 }
 
 fn session(addr: &str, id: &str) -> Option<Value> {

@@ -42,6 +42,8 @@ fn core_is_plain_data_without_io_or_runtime() {
 #[test]
 fn the_agent_sees_no_database_and_the_model_layer_no_agent() {
     assert_absent("weft-agent", &["sqlx", "rusqlite", "tokio-postgres", "axum"]);
+    // Its spans are `tracing` spans: exporting them is weft-telemetry's business.
+    assert_absent("weft-agent", &["opentelemetry", "opentelemetry_sdk", "tracing-opentelemetry"]);
     assert_absent("weft-llm", &["weft-agent", "sqlx", "rusqlite", "axum"]);
 }
 
@@ -50,6 +52,8 @@ fn the_agent_sees_no_database_and_the_model_layer_no_agent() {
 /// ([`allowed`]). A crate missing here fails the test, so a new crate states its place.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("weft-cancel", &[]),
+    // The workspace's own tests' helpers (a dev-dependency only).
+    ("weft-test-support", &[]),
     ("weft-core", &[]),
     ("weft-tool-api", &["weft-cancel", "weft-core"]),
     ("weft-llm", &["weft-cancel", "weft-core"]),
@@ -62,7 +66,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("weft-client", &["weft-llm", "weft-protocol", "weft-tool-api"]),
     ("weft-conformance", &["weft-agent", "weft-protocol"]),
     ("weft-sim", &["weft-agent", "weft-store"]),
-    ("weft-server", &["weft-agent", "weft-protocol", "weft-store", "weft-tools"]),
+    // Exports weft-agent's GenAI spans (it knows their target) over OTLP.
+    ("weft-telemetry", &["weft-agent"]),
+    ("weft-server", &["weft-agent", "weft-protocol", "weft-store", "weft-tools", "weft-telemetry"]),
     ("weft-fuzz", &["weft-server"]),
     ("weft-cli", &["weft-client", "weft-server"]),
     ("weft-examples", &["weft-client", "weft-server"]),

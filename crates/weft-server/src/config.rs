@@ -59,6 +59,10 @@
 //! multitask = "interrupt"           # a new message on /api/chat or /api/ag-ui while a run goes on:
 //!                                   # "interrupt" (abort it), "enqueue" or "reject" (409)
 //!
+//! [telemetry]                       # OpenTelemetry over OTLP/HTTP (see weft_telemetry::TelemetryConfig;
+//! endpoint = "http://127.0.0.1:4318" # the OTEL_EXPORTER_OTLP_* variables override these keys)
+//! capture_content = false           # message content on the GenAI spans
+//!
 //! [[mcp]]                           # MCP servers, built-in tools and per-tool policy:
 //! name = "files"                    # see weft_tools::config for every key
 //! command = "npx"
@@ -286,6 +290,8 @@ pub struct ServeConfig {
     /// MCP servers, built-in tools and per-tool policy (`[[mcp]]`, `[builtins]`,
     /// `[tools.NAME]`; see `weft_tools::config`), paths made relative to the file.
     pub tools: weft_tools::ToolsConfig,
+    /// `[telemetry]`: OpenTelemetry export (the `OTEL_*` variables override it).
+    pub telemetry: weft_telemetry::TelemetryConfig,
 }
 
 /// The connection and WebSocket limits of `[limits]`, each unset when the file does not give it
@@ -376,6 +382,8 @@ struct FileConfig {
     builtins: weft_tools::BuiltinsConfig,
     #[serde(default)]
     tools: BTreeMap<String, weft_tools::ToolPolicy>,
+    #[serde(default)]
+    telemetry: weft_telemetry::TelemetryConfig,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -611,6 +619,7 @@ impl ServeConfig {
             },
             cors_origins: file.cors.origins,
             frontend_multitask: file.frontends.multitask,
+            telemetry: file.telemetry,
         })
     }
 }

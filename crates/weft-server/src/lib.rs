@@ -263,21 +263,7 @@ impl Server {
             .layer(middleware::from_fn_with_state(Arc::clone(&state), count_responses))
             .layer(cors(&state.settings.cors_origins))
             .layer(PropagateRequestIdLayer::new(request_id.clone()))
-            .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
-                let id = request
-                    .headers()
-                    .get("x-request-id")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("");
-                tracing::info_span!(
-                    "request",
-                    method = %request.method(),
-                    path = %request.uri().path(),
-                    request_id = %id,
-                    session_id = tracing::field::Empty,
-                    run_id = tracing::field::Empty,
-                )
-            }))
+            .layer(TraceLayer::new_for_http().make_span_with(request_span))
             .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
             .with_state(state)
     }
@@ -319,6 +305,35 @@ impl Server {
         tracing::info!("server stopped");
         Ok(())
     }
+}
+
+/// A request's span (target [`weft_telemetry::HTTP_SPAN_TARGET`]): its log fields, and what an
+/// OpenTelemetry server span needs (`otel.name` = method and route, `http.*`, `url.path`). It
+/// continues the caller's trace (`traceparent`) when telemetry is on, so the runs the request
+/// starts are in the caller's trace.
+fn request_span(request: &Request) -> tracing::Span {
+    let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("");
+    let route = request.extensions().get::<axum::extract::MatchedPath>().map(|m| m.as_str());
+    let method = request.method().as_str();
+    let span = tracing::info_span!(
+        target: weft_telemetry::HTTP_SPAN_TARGET,
+        "request",
+        otel.name = match route {
+            Some(route) => format!("{method} {route}"),
+            None => method.to_string(),
+        },
+        otel.kind = "server",
+        http.request.method = method,
+        http.route = route,
+        url.path = request.uri().path(),
+        method = %request.method(),
+        path = %request.uri().path(),
+        request_id = %id,
+        session_id = tracing::field::Empty,
+        run_id = tracing::field::Empty,
+    );
+    weft_telemetry::continue_trace(&span, request.headers());
+    span
 }
 
 async fn count_responses(

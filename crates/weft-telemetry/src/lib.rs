@@ -194,23 +194,24 @@ impl Telemetry {
     where
         S: Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
     {
-        let traces = self.tracer.as_ref().map(|provider| {
-            tracing_opentelemetry::layer()
+        // A vector of layers, not `Option`s: a `None` layer beside per-layer filters makes the
+        // subscriber's level hint OFF, which disables every span.
+        let mut layers: Vec<Box<dyn Layer<S> + Send + Sync>> = Vec::with_capacity(2);
+        if let Some(provider) = &self.tracer {
+            let traces = tracing_opentelemetry::layer()
                 .with_tracer(provider.tracer(SCOPE))
                 .with_tracked_inactivity(false)
                 .with_threads(false)
                 .with_location(false)
                 .with_target(false)
-                .with_filter(spans_filter())
-        });
-        let metrics = self.meter.as_ref().map(|provider| {
-            metrics::GenAiMetrics::new(&opentelemetry::metrics::MeterProvider::meter(
-                provider, SCOPE,
-            ))
-            .with_filter(spans_filter())
-        });
-        // `Option`s of layers are layers (`None` does nothing).
-        Box::new(Layer::and_then(traces, metrics))
+                .with_filter(spans_filter());
+            layers.push(Box::new(traces));
+        }
+        if let Some(provider) = &self.meter {
+            let meter = opentelemetry::metrics::MeterProvider::meter(provider, SCOPE);
+            layers.push(Box::new(metrics::GenAiMetrics::new(&meter).with_filter(spans_filter())));
+        }
+        Box::new(layers)
     }
 
     /// Sends what is buffered and stops the exporters (waiting at most a few seconds for each).

@@ -54,15 +54,18 @@ fn point<T: Into<f64> + Copy>(p: &HistogramDataPoint<T>) -> HistogramPoint {
 
 /// Runs "Echo please" (a call to `echo` and one to `fail`, then an answer) in a
 /// request span that continues trace [`TRACE`], and returns what the exporters received.
-async fn run(capture_content: bool) -> Exported {
+async fn run(capture_content: bool, with_metrics: bool) -> Exported {
     let spans = InMemorySpanExporter::default();
     let tracer = SdkTracerProvider::builder().with_simple_exporter(spans.clone()).build();
     let metrics = InMemoryMetricExporter::default();
     let meter = SdkMeterProvider::builder()
         .with_reader(PeriodicReader::builder(metrics.clone()).build())
         .build();
-    let telemetry =
-        Telemetry::from_providers(Some(tracer.clone()), Some(meter.clone()), capture_content);
+    let telemetry = Telemetry::from_providers(
+        Some(tracer.clone()),
+        with_metrics.then(|| meter.clone()),
+        capture_content,
+    );
     let subscriber = tracing_subscriber::registry().with(telemetry.layer());
     let _default = tracing::subscriber::set_default(subscriber);
 
@@ -158,7 +161,7 @@ fn named<'a>(spans: &'a [SpanData], name: &str) -> Vec<&'a SpanData> {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_run_is_traced_in_the_genai_conventions_under_the_callers_trace() {
-    let Exported { spans, metrics, session_id } = run(false).await;
+    let Exported { spans, metrics, session_id } = run(false, true).await;
     let names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
     let trace = TraceId::from_hex(TRACE).unwrap();
     assert!(spans.iter().all(|s| s.span_context.trace_id() == trace), "{names:?}");
@@ -258,7 +261,7 @@ async fn a_run_is_traced_in_the_genai_conventions_under_the_callers_trace() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn message_content_is_on_the_spans_only_when_asked_for() {
-    let Exported { spans, .. } = run(true).await;
+    let Exported { spans, .. } = run(true, true).await;
     let chats = named(&spans, "chat faux-1");
     let input: serde_json::Value =
         serde_json::from_str(&text(chats[0], "gen_ai.input.messages")).unwrap();
@@ -289,4 +292,25 @@ async fn message_content_is_on_the_spans_only_when_asked_for() {
     let [echo] = named(&spans, "execute_tool echo")[..] else { panic!() };
     assert_eq!(text(echo, "gen_ai.tool.call.arguments"), r#"{"text":"hello"}"#);
     assert_eq!(text(echo, "gen_ai.tool.call.result"), "hello");
+}
+
+/// Spans alone (metrics off, as `OTEL_METRICS_EXPORTER=none` makes it): still every span. (A
+/// layer left out as `None` beside filtered layers once turned every span off.)
+#[tokio::test(flavor = "current_thread")]
+async fn spans_are_exported_with_metrics_off() {
+    let Exported { spans, metrics, .. } = run(false, false).await;
+    let mut names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "chat faux-1",
+            "chat faux-1",
+            "execute_tool echo",
+            "execute_tool fail",
+            "invoke_agent",
+            "request"
+        ]
+    );
+    assert!(metrics.is_empty());
 }

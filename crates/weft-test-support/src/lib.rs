@@ -10,8 +10,8 @@
 use std::io::Write;
 
 /// The components a test may need that a machine may lack, as `WEFT_ALLOW_SKIP` names them.
-pub const COMPONENTS: [&str; 7] =
-    ["postgres", "node", "browser", "runtimes", "mcp", "python", "tmpfs"];
+pub const COMPONENTS: [&str; 8] =
+    ["postgres", "node", "browser", "runtimes", "mcp", "python", "phoenix", "tmpfs"];
 
 /// Whether the caller let tests needing `component` skip (`WEFT_ALLOW_SKIP`).
 pub fn skip_allowed(component: &str) -> bool {

@@ -299,30 +299,13 @@ impl Run {
             tracing::error!(session_id = %self.session_id, %error, "persisting the run's events failed");
             self.ending.store_failed(&error);
         }
-        if let Some(lease) = self.lease.take() {
-            self.session.lock().fence = None;
-            self.emitter.hub().release_fence();
-            self.emitter.hub().fenced_writes_over(FENCED_WRITES_WAIT).await;
-            lease.release().await;
-        }
-        let hub = Arc::clone(self.emitter.hub());
-        // The log first, then the session: a run started right after sees this one ended.
-        hub.end_run();
-        {
-            let mut state = self.session.lock();
-            state.session.last_event_seq = hub.last_seq();
-            state.run = None;
-            state.ending = false;
-            state.recovering = false;
-        }
-        self.session.shared.idle.notify_waiters();
+        let last_seq = self.let_go().await;
         if !pending_tool_calls.is_empty() {
             // Its deadlines are the sweeper's to watch.
             self.agent.sweep_now.notify_one();
         }
         // The outcome and the error text come from one record: they always agree.
         let (outcome, error) = self.ending.take(status);
-        let last_seq = hub.last_seq();
         telemetry::run_ended(
             &self.span,
             status,
@@ -342,6 +325,31 @@ impl Run {
             steps,
             error,
         }
+    }
+
+    /// The ended run lets go of what it holds: its lease (once its fenced appends are back), its
+    /// place in the log and in the session, which takes new input from here. The seq of its
+    /// last event.
+    async fn let_go(&mut self) -> u64 {
+        if let Some(lease) = self.lease.take() {
+            self.session.lock().fence = None;
+            self.emitter.hub().release_fence();
+            self.emitter.hub().fenced_writes_over(FENCED_WRITES_WAIT).await;
+            lease.release().await;
+        }
+        let hub = Arc::clone(self.emitter.hub());
+        // The log first, then the session: a run started right after sees this one ended.
+        hub.end_run();
+        let last_seq = hub.last_seq();
+        {
+            let mut state = self.session.lock();
+            state.session.last_event_seq = last_seq;
+            state.run = None;
+            state.ending = false;
+            state.recovering = false;
+        }
+        self.session.shared.idle.notify_waiters();
+        last_seq
     }
 
     /// The run's end could not be stored: the run reports an error saying so (never the status

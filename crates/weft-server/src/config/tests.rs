@@ -153,3 +153,20 @@ fn an_explicit_file_must_exist() {
     let error = find_file(Some(Path::new("/nonexistent/w.toml")), Path::new("/"), &|_| None);
     assert_eq!(error, Err(ConfigError("config file /nonexistent/w.toml not found".into())));
 }
+
+#[test]
+fn the_telemetry_section_is_read_and_its_mistakes_named() -> Result<(), ConfigError> {
+    let config = parse(
+        "[telemetry]\nendpoint = \"http://127.0.0.1:4318\"\ncapture_content = true\n\
+         metrics_interval = \"5s\"\nheaders = { authorization = \"Bearer t\" }\n",
+    )?;
+    let telemetry = &config.telemetry;
+    assert_eq!(telemetry.endpoint.as_deref(), Some("http://127.0.0.1:4318"));
+    assert_eq!(telemetry.capture_content, Some(true));
+    assert_eq!(telemetry.metrics_interval, Some(Duration::from_secs(5)));
+    assert_eq!(telemetry.headers["authorization"], "Bearer t");
+    let error = parse("[telemetry]\nendpiont = \"http://x\"\n").err().map(|e| e.0);
+    let error = error.unwrap_or_default();
+    assert!(error.starts_with("/etc/weft/weft.toml:2:") && error.contains("endpiont"), "{error}");
+    Ok(())
+}
