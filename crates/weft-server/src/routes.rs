@@ -79,9 +79,9 @@ fn stream_response(
         (status = 400, description = "Malformed request, new session without `context`, unknown provider, mode or protocol", body = ErrorBody),
         (status = 401, description = "Missing or invalid API key", body = ErrorBody),
         (status = 404, description = "Unknown session", body = ErrorBody),
-        (status = 409, description = "The session is running (`multitask: reject`, with `runId`), waits on tool calls, or has nothing pending", body = ErrorBody),
+        (status = 409, description = "The session is running (`multitask: reject`, with `runId`), waits on tool calls (`awaiting_tool_calls`), has nothing pending (`nothing_pending`), or a call was answered already (`already_answered`)", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
-        (status = 422, description = "A tool result or approval for an unknown call", body = ErrorBody),
+        (status = 422, description = "A tool result or approval for an unknown call (`unknown_tool_call`), an answer of the wrong kind (`wrong_answer_kind`), or a call answered twice in one input or under another tool's name (`invalid_tool_result`)", body = ErrorBody),
         (status = 429, description = "Rate limited (`Retry-After`)", body = ErrorBody),
     ),
     security(("bearer" = []))
