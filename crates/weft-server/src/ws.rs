@@ -36,6 +36,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use weft_protocol::{Frame, Protocol};
 
 use crate::AppState;
@@ -139,7 +140,10 @@ pub(crate) async fn upgrade(
     let conn = conn.map(|Extension(conn)| conn);
     let limit = state.settings.body_bytes;
     let socket = Socket { state, caller, bucket, protocol, conn, _held: held };
-    Ok(upgrade.max_message_size(limit).on_upgrade(move |ws| serve(socket, ws)))
+    // The socket's tasks are in the upgrade request's span: the runs its messages start are in
+    // the trace the upgrade request continued (its `traceparent`), as an HTTP execute's are.
+    let span = tracing::Span::current();
+    Ok(upgrade.max_message_size(limit).on_upgrade(move |ws| serve(socket, ws).instrument(span)))
 }
 
 fn error_message(error: &ApiError, session_id: Option<&str>) -> String {
@@ -345,12 +349,13 @@ async fn receive(
         idle_since = None;
         let (state, caller, outbox) = (Arc::clone(state), caller.clone(), outbox.clone());
         let protocol = *protocol;
-        tasks.spawn(async move {
+        let task = async move {
             let streamed = stream(&state, &caller, protocol, request, &outbox, slot).await;
             if let Err((error, session_id)) = streamed {
                 let _ = outbox.send(error_message(&error, session_id.as_deref())).await;
             }
-        });
+        };
+        tasks.spawn(task.in_current_span());
     }
 }
 
