@@ -350,16 +350,27 @@ async fn receive(
         let (state, caller, outbox) = (Arc::clone(state), caller.clone(), outbox.clone());
         let protocol = *protocol;
         let task = async move {
-            let streamed = stream(&state, &caller, protocol, request, &outbox, slot).await;
-            if let Err((error, session_id)) = streamed {
-                let _ = outbox.send(error_message(&error, session_id.as_deref())).await;
-            }
+            stream_or_refuse(&state, &caller, protocol, request, &outbox, slot).await
         };
         tasks.spawn(task.in_current_span());
     }
 }
 
 type Refusal = (ApiError, Option<String>);
+
+/// [`stream`], and its refusal, if any, sent as an error message.
+async fn stream_or_refuse(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    protocol: Protocol,
+    request: ClientMessage,
+    outbox: &Outbox,
+    slot: StreamSlot,
+) {
+    if let Err((error, session_id)) = stream(state, caller, protocol, request, outbox, slot).await {
+        let _ = outbox.send(error_message(&error, session_id.as_deref())).await;
+    }
+}
 
 /// Runs an `execute` or `attach` message's stream to its end. Its `slot` is given back before
 /// the `end` (or the refusal) is sent: a client that sees either may open another stream.
