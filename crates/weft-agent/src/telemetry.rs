@@ -329,18 +329,10 @@ fn input_message(message: &Message) -> Value {
             json!({"role": "assistant", "parts": assistant_parts(assistant)})
         }
         Message::ToolResult(result) => {
-            let text: String = result
-                .content
-                .iter()
-                .filter_map(|c| match c {
-                    UserContent::Text(t) => Some(t.text.as_str()),
-                    UserContent::Image(_) => None,
-                })
-                .collect();
             json!({"role": "tool", "parts": [{
                 "type": "tool_call_response",
                 "id": result.tool_call_id,
-                "response": text,
+                "response": result.text(),
             }]})
         }
     }

@@ -437,6 +437,20 @@ pub struct ToolResultMessage {
 }
 
 impl ToolResultMessage {
+    /// The text of its text blocks, one per line (images left out): what a tool role that
+    /// takes text only is given.
+    pub fn text(&self) -> String {
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter_map(|c| match c {
+                UserContent::Text(t) => Some(t.text.as_str()),
+                UserContent::Image(_) => None,
+            })
+            .collect();
+        texts.join("\n")
+    }
+
     /// A successful text result stamped now.
     pub fn ok(call: &ToolCall, output: impl Into<String>) -> Self {
         Self::new(call.id.clone(), call.name.clone(), output, false)

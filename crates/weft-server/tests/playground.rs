@@ -63,7 +63,8 @@ async fn the_page_and_its_modules_are_served_without_a_key() {
 }
 
 /// The copy this crate embeds (`playground/`) is the TypeScript client's build: its page and
-/// style, and every module of its `dist/` (`npm run build` in `clients/typescript` copies them).
+/// style, and the compiled modules the page loads (`dist/playground.js` and its imports, in
+/// turn), nothing else (`npm run build` in `clients/typescript` copies them).
 #[test]
 fn the_embedded_copy_is_the_typescript_clients_build() {
     let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -72,23 +73,31 @@ fn the_embedded_copy_is_the_typescript_clients_build() {
         // The crate's published package: the copy is all there is.
         return;
     }
-    let files = |dir: &std::path::Path, keep: fn(&str) -> bool| -> Vec<(String, String)> {
-        let mut files: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .filter(|name| keep(name))
-            .map(|name| {
-                let text = std::fs::read_to_string(dir.join(&name)).unwrap();
-                (name, text)
-            })
-            .collect();
-        files.sort();
-        files
-    };
-    let mut expected = files(&client.join("playground"), |_| true);
-    expected.extend(files(&client.join("dist"), |name| name.ends_with(".js")));
+    let read = |path: std::path::PathBuf| std::fs::read_to_string(&path).unwrap();
+    let mut expected: Vec<(String, String)> = std::fs::read_dir(client.join("playground"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .map(|name| (name.clone(), read(client.join("playground").join(&name))))
+        .collect();
+    let mut modules = vec!["playground.js".to_string()];
+    let mut next = 0;
+    while let Some(name) = modules.get(next).cloned() {
+        next += 1;
+        let text = read(client.join("dist").join(&name));
+        for import in imports(&text) {
+            if !modules.contains(&import) {
+                modules.push(import);
+            }
+        }
+        expected.push((name, text));
+    }
     expected.sort();
-    let copy = files(&crate_dir.join("playground"), |_| true);
+    let mut copy: Vec<(String, String)> = std::fs::read_dir(crate_dir.join("playground"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .map(|name| (name.clone(), read(crate_dir.join("playground").join(&name))))
+        .collect();
+    copy.sort();
     let names = |files: &[(String, String)]| files.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
     assert_eq!(names(&copy), names(&expected), "run `npm run build` in clients/typescript");
     for ((name, copied), (_, built)) in copy.iter().zip(&expected) {
@@ -97,4 +106,14 @@ fn the_embedded_copy_is_the_typescript_clients_build() {
             "playground/{name} is stale: run `npm run build` in clients/typescript"
         );
     }
+}
+
+/// The modules `text` imports by relative path (`from "./x.js"`, `import "./x.js"`).
+fn imports(text: &str) -> Vec<String> {
+    text.split("\"./")
+        .skip(1)
+        .filter_map(|rest| rest.split_once('"').map(|(name, _)| name))
+        .filter(|name| name.ends_with(".js") && !name.contains('/'))
+        .map(str::to_string)
+        .collect()
 }

@@ -118,18 +118,9 @@ impl Telemetry {
         let resource = resource.build();
         let tracer = match &settings.traces {
             Some(endpoint) => {
-                let mut exporter =
-                    SpanExporter::builder().with_http().with_protocol(settings.protocol);
-                if let Some(endpoint) = endpoint {
-                    exporter = exporter.with_endpoint(endpoint.clone());
-                }
-                if !settings.headers.is_empty() {
-                    exporter = exporter.with_headers(settings.headers.clone());
-                }
-                let exporter = exporter.build().map_err(|e| TelemetryError::Exporter {
-                    signal: "traces",
-                    message: e.to_string(),
-                })?;
+                let exporter = http(SpanExporter::builder().with_http(), endpoint, &settings)
+                    .build()
+                    .map_err(|e| exporter_error("traces", &e))?;
                 Some(
                     SdkTracerProvider::builder()
                         .with_batch_exporter(exporter)
@@ -141,18 +132,9 @@ impl Telemetry {
         };
         let meter = match &settings.metrics {
             Some(endpoint) => {
-                let mut exporter =
-                    MetricExporter::builder().with_http().with_protocol(settings.protocol);
-                if let Some(endpoint) = endpoint {
-                    exporter = exporter.with_endpoint(endpoint.clone());
-                }
-                if !settings.headers.is_empty() {
-                    exporter = exporter.with_headers(settings.headers.clone());
-                }
-                let exporter = exporter.build().map_err(|e| TelemetryError::Exporter {
-                    signal: "metrics",
-                    message: e.to_string(),
-                })?;
+                let exporter = http(MetricExporter::builder().with_http(), endpoint, &settings)
+                    .build()
+                    .map_err(|e| exporter_error("metrics", &e))?;
                 let mut reader = PeriodicReader::builder(exporter);
                 if let Some(every) = settings.metrics_interval {
                     reader = reader.with_interval(every);
@@ -225,6 +207,27 @@ impl Telemetry {
             tracing::warn!(%error, "telemetry: the last metrics could not be sent");
         }
     }
+}
+
+/// An OTLP/HTTP exporter's builder set up as `settings` say, posting to `endpoint` (`None`: where
+/// the exporter's environment says).
+fn http<B: WithExportConfig + WithHttpConfig>(
+    builder: B,
+    endpoint: &Option<String>,
+    settings: &config::Settings,
+) -> B {
+    let mut builder = builder.with_protocol(settings.protocol);
+    if let Some(endpoint) = endpoint {
+        builder = builder.with_endpoint(endpoint.clone());
+    }
+    if !settings.headers.is_empty() {
+        builder = builder.with_headers(settings.headers.clone());
+    }
+    builder
+}
+
+fn exporter_error(signal: &'static str, error: &dyn std::fmt::Display) -> TelemetryError {
+    TelemetryError::Exporter { signal, message: error.to_string() }
 }
 
 /// What is exported: the GenAI spans and the HTTP server's request spans, at INFO.

@@ -178,15 +178,7 @@ fn build_body(request: &ModelRequest, messages: &[Message], compat: &ChatCompat)
                 out.push(Value::Object(m));
             }
             Message::ToolResult(result) => {
-                let text: String = result
-                    .content
-                    .iter()
-                    .filter_map(|c| match c {
-                        UserContent::Text(t) => Some(t.text.as_str()),
-                        UserContent::Image(_) => None,
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n");
+                let text = result.text();
                 out.push(
                     json!({"role": "tool", "tool_call_id": result.tool_call_id, "content": text}),
                 );

@@ -181,18 +181,10 @@ fn assistant_items(assistant: &weft_core::AssistantMessage, model: &str, input: 
 /// images if it has any.
 fn tool_result_items(result: &weft_core::ToolResultMessage, input: &mut Vec<Value>) {
     let (call_id, _) = split_call_id(&result.tool_call_id);
-    let text: Vec<&str> = result
-        .content
-        .iter()
-        .filter_map(|c| match c {
-            UserContent::Text(t) => Some(t.text.as_str()),
-            UserContent::Image(_) => None,
-        })
-        .collect();
     input.push(json!({
         "type": "function_call_output",
         "call_id": call_id,
-        "output": text.join("\n"),
+        "output": result.text(),
     }));
     let images: Vec<Value> = result
         .content
