@@ -63,22 +63,38 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
 /// `telemetry` (OpenTelemetry's export, [`crate::otel`]) sits beside the log lines with its own
 /// filter: what is logged and what is exported do not limit each other.
 pub(crate) fn init_logging(verbosity: u8, telemetry: Option<TelemetryLayer>) {
-    use tracing_subscriber::Layer;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
 
     let rust_log = std::env::var("RUST_LOG").ok();
-    let logs = tracing_subscriber::fmt::layer()
+    let filter = log_filter(verbosity, rust_log.as_deref());
+    // Not an `Option` layer: a `None` one beside per-layer filters makes the subscriber's level
+    // hint OFF, which would disable every span. Nor an always-interested stand-in when there is
+    // no exporter: then every span of every level would be recorded (and entered on every poll
+    // of a run) for nobody; without one, the log filter alone says which spans exist.
+    match telemetry {
+        Some(telemetry) => {
+            let _ = tracing_subscriber::registry().with(telemetry).with(logs(filter)).try_init();
+        }
+        None => {
+            let _ = tracing_subscriber::registry().with(logs(filter)).try_init();
+        }
+    }
+}
+
+/// The log lines on stderr, as `filter` says, over any subscriber that keeps spans.
+fn logs<S>(filter: tracing_subscriber::EnvFilter) -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    use tracing_subscriber::Layer;
+
+    tracing_subscriber::fmt::layer()
         .with_writer(LogWriter)
         .with_ansi(color_on_stderr())
         .without_time()
         .compact()
-        .with_filter(log_filter(verbosity, rust_log.as_deref()));
-    // Not an `Option` layer: a `None` one beside per-layer filters makes the subscriber's level
-    // hint OFF, which would disable every span.
-    let telemetry: TelemetryLayer =
-        telemetry.unwrap_or_else(|| Box::new(tracing_subscriber::layer::Identity::new()));
-    let _ = tracing_subscriber::registry().with(telemetry).with(logs).try_init();
+        .with_filter(filter)
 }
 
 /// The exporting layer [`init_logging`] installs beside the logs.
