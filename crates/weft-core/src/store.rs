@@ -369,6 +369,24 @@ pub trait SessionStore: Send + Sync + 'static {
         lease: Option<&'a str>,
     ) -> StoreFuture<'a, ()>;
 
+    /// [`append_events`](Self::append_events) done at once, in the caller's thread, by a backend
+    /// that keeps events in this process's memory and so never waits: `None` from every other
+    /// one (the default), and the caller awaits `append_events` instead. Same contract, same
+    /// answers. The writer of a paced stream (a model's tokens, one publish at a time) saves a
+    /// task wake-up per event with it.
+    ///
+    /// Wrappers ([`ForwardingStore`]) answer `None`: an override of `append_events` (a fault
+    /// injected, a call counted) is never bypassed.
+    fn append_events_now(
+        &self,
+        session_id: &str,
+        events: &[Arc<EventRecord>],
+        lease: Option<&str>,
+    ) -> Option<Result<(), StoreError>> {
+        let _ = (session_id, events, lease);
+        None
+    }
+
     /// Up to `limit` events with seq greater than `after_seq`, in order.
     fn read_events<'a>(
         &'a self,

@@ -32,6 +32,7 @@ mod persister;
 mod watch;
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -92,6 +93,9 @@ pub(crate) struct Hub {
     pending: Notify,
     /// Woken after every write of the persister, failed or not (a barrier waiting for it).
     written: Notify,
+    /// The store may still take appends at once ([`SessionStore::append_events_now`]); cleared
+    /// the first time it answers that it cannot.
+    write_now: AtomicBool,
 }
 
 struct HubState {
@@ -147,6 +151,9 @@ struct HubState {
     /// Appends under a fence the persister has under way: the run lets go of its lease only
     /// once they are over (see [`Hub::fenced_writes_over`]).
     fenced_writes: usize,
+    /// A write is under way (the persister's, or one made at once by a publish): the other
+    /// writer leaves what is new to it.
+    writing: bool,
 }
 
 impl HubState {
@@ -202,7 +209,9 @@ impl Hub {
                 fence_lost: false,
                 run: None,
                 fenced_writes: 0,
+                writing: false,
             }),
+            write_now: AtomicBool::new(true),
             published: Notify::new(),
             pending: Notify::new(),
             written: Notify::new(),
@@ -391,13 +400,56 @@ impl Hub {
             let persist = state.writable() == seq;
             (seq, persist, state.visible(self.store.is_some()) == seq)
         };
-        if persist {
+        if persist && !self.write_now() {
             self.pending.notify_one();
         }
         if visible {
             self.published.notify_waiters();
         }
         last
+    }
+
+    /// Writes what is new at once, in this thread, when the store can without waiting
+    /// ([`SessionStore::append_events_now`]: it keeps events in memory) and no other write is
+    /// under way: a paced stream then wakes no persister per event. `false` when it did not
+    /// (the persister is to be woken): the store cannot, a write is under way, or the store
+    /// refused (the persister writes the batch again and deals with the refusal).
+    fn write_now(&self) -> bool {
+        let Some(store) = &self.store else { return false };
+        if !self.write_now.load(Ordering::Relaxed) {
+            return false;
+        }
+        let (batch, fence) = {
+            let mut state = self.lock();
+            if state.writing {
+                return false;
+            }
+            let (batch, fence) = Self::unpersisted_in(&mut state);
+            if batch.is_empty() {
+                return true;
+            }
+            state.writing = true;
+            state.fenced_writes += usize::from(fence.is_some());
+            (batch, fence)
+        };
+        let last = batch[batch.len() - 1].seq;
+        let written = store.append_events_now(&self.session_id, &batch, fence.as_deref());
+        if written.is_none() {
+            self.write_now.store(false, Ordering::Relaxed);
+        }
+        let stored = matches!(written, Some(Ok(())));
+        let (wake_watchers, done) = {
+            let mut state = self.lock();
+            state.writing = false;
+            state.fenced_writes -= usize::from(fence.is_some());
+            let wake = stored && self.mark_persisted(&mut state, last);
+            // More published meanwhile by another task, which left it to this write, or the run
+            // ended while it was under way (the persister waits to see it before it stops):
+            // the persister's turn.
+            (wake, state.live && state.writable() <= state.persisted.max(state.refused))
+        };
+        self.after_write(wake_watchers);
+        stored && done
     }
 
     /// Like [`publish`](Self::publish), but the events are in the store before anyone sees
@@ -558,9 +610,21 @@ impl Hub {
         }
     }
 
-    /// The events not yet persisted, and the fence to write them under.
+    /// The events not yet persisted, and the fence to write them under, for the persister: none
+    /// while a write made at once by a publish is under way (it leaves the rest to the
+    /// persister). Taking some, the persister is writing until it drops its [`Writing`].
     fn unpersisted(&self) -> (Vec<Arc<EventRecord>>, Option<Arc<str>>) {
         let mut state = self.lock();
+        if state.writing {
+            return (Vec::new(), None);
+        }
+        let taken = Self::unpersisted_in(&mut state);
+        state.writing = !taken.0.is_empty();
+        taken
+    }
+
+    /// See [`unpersisted`](Self::unpersisted).
+    fn unpersisted_in(state: &mut HubState) -> (Vec<Arc<EventRecord>>, Option<Arc<str>>) {
         if state.refusal.is_some() {
             // The store refused this run's events: its later ones are not sent either (the run
             // cannot be durable, and says so), only those of a run started afterwards.
@@ -581,7 +645,23 @@ impl Hub {
 
     /// The store has everything up to `seq`: trims memory to the retention window.
     fn persisted_up_to(&self, seq: u64) {
-        let mut state = self.lock();
+        let wake_watchers = {
+            let mut state = self.lock();
+            self.mark_persisted(&mut state, seq)
+        };
+        self.after_write(wake_watchers);
+    }
+
+    /// Wakes who waits for a write: watchers too when they may see more now.
+    fn after_write(&self, wake_watchers: bool) {
+        if wake_watchers {
+            self.published.notify_waiters();
+        }
+        self.written.notify_waiters();
+    }
+
+    /// See [`persisted_up_to`](Self::persisted_up_to): `true` when watchers may see more.
+    fn mark_persisted(&self, state: &mut HubState, seq: u64) -> bool {
         // Under `sync` (or behind a `sync` run's tail), what watchers may see grows with the
         // store, not with the publishes.
         let wake_watchers = self.store.is_some()
@@ -598,11 +678,7 @@ impl Hub {
         if state.events.capacity() > 2 * keep {
             state.events.shrink_to(keep);
         }
-        drop(state);
-        if wake_watchers {
-            self.published.notify_waiters();
-        }
-        self.written.notify_waiters();
+        wake_watchers
     }
 }
 

@@ -22,10 +22,12 @@ pub(super) async fn persister(hub: Arc<Hub>) {
         if batch.is_empty() {
             let done = {
                 let mut state = hub.lock();
-                if !state.live {
+                // A publish's write under way ends by waking this task when it leaves anything.
+                let done = !state.live && !state.writing;
+                if done {
                     state.persister = false;
                 }
-                !state.live
+                done
             };
             if done {
                 return;
@@ -39,6 +41,8 @@ pub(super) async fn persister(hub: Arc<Hub>) {
             }
             continue;
         }
+        // Until this iteration ends, whatever it does with the answer.
+        let _writing = Writing(&hub);
         let (first, last) = (batch[0].seq, batch[batch.len() - 1].seq);
         let run = Arc::clone(&batch[0].run_id);
         let fenced = fence.is_some().then(|| FencedWrite::start(&hub));
@@ -94,6 +98,15 @@ pub(super) async fn persister(hub: Arc<Hub>) {
                 }
             }
         }
+    }
+}
+
+/// The persister took a batch to write: no publish writes at once until it is done with it.
+struct Writing<'a>(&'a Hub);
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.0.lock().writing = false;
     }
 }
 
