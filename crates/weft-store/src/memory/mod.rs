@@ -16,6 +16,10 @@ use weft_core::store::{
 use crate::codec::{self, CommitShape, Position};
 use crate::hub::{self, Hub};
 
+mod log;
+
+use log::EventLog;
+
 /// A session store in memory. Clones share the same sessions.
 ///
 /// Leases expire by the process's monotonic clock. The mutex is never held across an await.
@@ -42,7 +46,7 @@ struct Entry {
     messages: History,
     run: Option<RunState>,
     /// In seq order.
-    events: Vec<Arc<EventRecord>>,
+    events: EventLog,
     reserved_seq: u64,
     /// By (namespace, id): insertion order and the checkpoint.
     checkpoints: HashMap<(String, String), (u64, Checkpoint)>,
@@ -56,7 +60,7 @@ struct Lease {
 
 impl Entry {
     fn last_seq(&self) -> u64 {
-        self.events.last().map_or(0, |e| e.seq)
+        self.events.last_seq()
     }
 
     fn position(&self) -> Position {
@@ -97,7 +101,7 @@ impl MemoryStore {
                 head,
                 messages,
                 run: None,
-                events: Vec::new(),
+                events: EventLog::default(),
                 reserved_seq: 0,
                 checkpoints: HashMap::new(),
                 lease: None,
@@ -129,7 +133,9 @@ impl MemoryStore {
                 RunChange::Clear => entry.run = None,
             }
             let appended = !events.is_empty();
-            entry.events.extend(events);
+            for event in &events {
+                entry.events.push(event);
+            }
             entry.reserved_seq = entry.reserved_seq.max(entry.last_seq());
             appended
         };
@@ -142,10 +148,10 @@ impl MemoryStore {
     fn append_now(
         &self,
         session_id: &str,
-        events: Vec<Arc<EventRecord>>,
+        events: &[Arc<EventRecord>],
         lease: Option<&str>,
     ) -> Result<(), StoreError> {
-        codec::check_event_order(session_id, &events)?;
+        codec::check_event_order(session_id, events)?;
         {
             let mut state = self.state();
             let entry = state
@@ -157,7 +163,9 @@ impl MemoryStore {
             if events.is_empty() {
                 return Ok(());
             }
-            entry.events.extend(events);
+            for event in events {
+                entry.events.push(event);
+            }
             entry.reserved_seq = entry.reserved_seq.max(entry.last_seq());
         }
         self.inner.hub.poke(session_id);
@@ -227,7 +235,16 @@ impl SessionStore for MemoryStore {
         events: Vec<Arc<EventRecord>>,
         lease: Option<&'a str>,
     ) -> StoreFuture<'a, ()> {
-        ready(self.append_now(session_id, events, lease))
+        ready(self.append_now(session_id, &events, lease))
+    }
+
+    fn append_events_now(
+        &self,
+        session_id: &str,
+        events: &[Arc<EventRecord>],
+        lease: Option<&str>,
+    ) -> Option<Result<(), StoreError>> {
+        Some(self.append_now(session_id, events, lease))
     }
 
     fn read_events<'a>(
@@ -236,10 +253,7 @@ impl SessionStore for MemoryStore {
         after_seq: u64,
         limit: usize,
     ) -> StoreFuture<'a, Vec<Arc<EventRecord>>> {
-        ready(self.with_entry(session_id, |entry| {
-            let start = entry.events.partition_point(|e| e.seq <= after_seq);
-            Ok(entry.events[start..].iter().take(limit).cloned().collect())
-        }))
+        ready(self.with_entry(session_id, |entry| Ok(entry.events.read(after_seq, limit))))
     }
 
     fn wait_events<'a>(
