@@ -89,6 +89,8 @@ impl Hub {
         let hub = Arc::clone(self);
         let mut cursor = Cursor { next: after_seq + 1, follow_run, only, started: false };
         async_stream::stream! {
+            // Counted among the watchers while the stream lives.
+            let watcher = Watcher::new(&hub, cursor.next);
             // One batch buffer for the stream's life, not one per wake-up.
             let mut batch = Vec::new();
             loop {
@@ -96,7 +98,7 @@ impl Hub {
                 let published = hub.published.notified();
                 tokio::pin!(published);
                 published.as_mut().enable();
-                match hub.fetch(&mut cursor, &mut batch).await {
+                match hub.fetch(&mut cursor, watcher.id, &mut batch).await {
                     Fetch::Records => {
                         for record in batch.drain(..) {
                             match cursor.admit(&record) {
@@ -121,9 +123,14 @@ impl Hub {
 
     /// One look for what comes after the cursor: memory, then the store where memory no longer
     /// reaches, then (no run of this process under way) what another process may be writing.
-    async fn fetch(&self, cursor: &mut Cursor, batch: &mut Vec<Arc<EventRecord>>) -> Fetch {
+    async fn fetch(
+        &self,
+        cursor: &mut Cursor,
+        watcher: u64,
+        batch: &mut Vec<Arc<EventRecord>>,
+    ) -> Fetch {
         let next = cursor.next;
-        let (in_memory, live, last) = self.take_from_memory(next, batch);
+        let (in_memory, live, last) = self.take_from_memory(watcher, next, batch);
         if !batch.is_empty() {
             return Fetch::Records;
         }
@@ -179,10 +186,31 @@ impl Hub {
 
     /// Up to a page of events from `next` on, if memory still has `next`; whether it has;
     /// whether a run is live here; the last seq
-    /// (into `batch`, which is empty when called).
-    fn take_from_memory(&self, next: u64, batch: &mut Vec<Arc<EventRecord>>) -> (bool, bool, u64) {
-        let state = self.lock();
-        let last = state.visible(self.store.is_some());
+    /// (into `batch`, which is empty when called). `watcher` has taken everything before
+    /// `next`, and takes the page.
+    fn take_from_memory(
+        &self,
+        watcher: u64,
+        next: u64,
+        batch: &mut Vec<Arc<EventRecord>>,
+    ) -> (bool, bool, u64) {
+        let mut state = self.lock();
+        let found = Self::page(&state, self.store.is_some(), next, batch);
+        let taken = batch.last().map_or(next, |record| record.seq + 1);
+        if let Some((_, at)) = state.watchers.iter_mut().find(|(w, _)| *w == watcher) {
+            *at = taken;
+        }
+        found
+    }
+
+    /// See [`take_from_memory`](Self::take_from_memory).
+    fn page(
+        state: &super::HubState,
+        stored: bool,
+        next: u64,
+        batch: &mut Vec<Arc<EventRecord>>,
+    ) -> (bool, bool, u64) {
+        let last = state.visible(stored);
         // A run cut off (its events could not be numbered) shows nothing more: a watcher that
         // has all it was shown follows it no further.
         let live = state.live && state.unnumbered.is_none();
@@ -259,5 +287,27 @@ impl Hub {
                 .is_some_and(|r| r.seq == seq && matches!(r.event, AgentEvent::SessionEnd { .. })),
             Err(_) => false,
         }
+    }
+}
+
+/// A watcher counted in the hub while its stream lives (see `HubState::watchers`).
+struct Watcher {
+    hub: Arc<Hub>,
+    id: u64,
+}
+
+impl Watcher {
+    fn new(hub: &Arc<Hub>, next: u64) -> Self {
+        let mut state = hub.lock();
+        let id = state.next_watcher;
+        state.next_watcher += 1;
+        state.watchers.push((id, next));
+        Self { hub: Arc::clone(hub), id }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.hub.lock().watchers.retain(|(w, _)| *w != self.id);
     }
 }
