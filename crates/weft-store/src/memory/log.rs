@@ -53,19 +53,30 @@ enum Block {
     ToolExecution(String),
 }
 
+/// The text of a delta event that can be kept in a run; `None` for every other event.
+fn delta_text(record: &EventRecord) -> Option<&str> {
+    if record.messages.is_some() {
+        return None;
+    }
+    match &record.event {
+        AgentEvent::TextDelta { delta, .. }
+        | AgentEvent::ThinkingDelta { delta, .. }
+        | AgentEvent::ToolcallDelta { delta, .. }
+        | AgentEvent::ToolExecutionDelta { delta, .. } => Some(delta),
+        _ => None,
+    }
+}
+
 impl Block {
-    /// The block of a delta event kept in a run, with the delta's text; `None` for every other
-    /// event.
-    fn of(record: &EventRecord) -> Option<(Block, &str)> {
-        if record.messages.is_some() {
-            return None;
-        }
+    /// The block of a delta event (see [`delta_text`]): built only when a run starts, so that
+    /// a delta extending a run copies nothing but its text.
+    fn of(record: &EventRecord) -> Option<Block> {
         match &record.event {
-            AgentEvent::TextDelta { index, delta } => Some((Block::Text(*index), delta)),
-            AgentEvent::ThinkingDelta { index, delta } => Some((Block::Thinking(*index), delta)),
-            AgentEvent::ToolcallDelta { index, delta } => Some((Block::Toolcall(*index), delta)),
-            AgentEvent::ToolExecutionDelta { tool_call_id, delta } => {
-                Some((Block::ToolExecution(tool_call_id.clone()), delta))
+            AgentEvent::TextDelta { index, .. } => Some(Block::Text(*index)),
+            AgentEvent::ThinkingDelta { index, .. } => Some(Block::Thinking(*index)),
+            AgentEvent::ToolcallDelta { index, .. } => Some(Block::Toolcall(*index)),
+            AgentEvent::ToolExecutionDelta { tool_call_id, .. } => {
+                Some(Block::ToolExecution(tool_call_id.clone()))
             }
             _ => None,
         }
@@ -175,25 +186,32 @@ impl EventLog {
         self.slots.last().map_or(0, Slot::last_seq)
     }
 
-    /// Appends `record` (its seq above every seq kept: the store checks first).
-    pub(super) fn push(&mut self, record: &Arc<EventRecord>) {
-        let Some((block, delta)) = Block::of(record) else {
-            self.close_last();
-            self.slots.push(Slot::One(Arc::clone(record)));
-            return;
-        };
-        if let Some(Slot::Deltas(run)) = self.slots.last_mut()
-            && run.push(record, delta)
-        {
-            return;
+    /// Appends `records` (in seq order, above every seq kept: the store checks first).
+    pub(super) fn extend(&mut self, records: &[Arc<EventRecord>]) {
+        for record in records {
+            self.push(record);
         }
-        self.close_last();
-        let slot = match DeltaRun::start(record, block, delta) {
-            Some(run) => Slot::Deltas(run),
-            // A delta too large to be counted in a run: kept whole.
-            None => Slot::One(Arc::clone(record)),
-        };
-        self.slots.push(slot);
+    }
+
+    fn push(&mut self, record: &Arc<EventRecord>) {
+        if let Some(delta) = delta_text(record) {
+            if let Some(Slot::Deltas(run)) = self.slots.last_mut()
+                && run.push(record, delta)
+            {
+                return;
+            }
+            self.close_last();
+            // A delta too large to be counted in a run is kept whole.
+            if let Some(run) =
+                Block::of(record).and_then(|block| DeltaRun::start(record, block, delta))
+            {
+                self.slots.push(Slot::Deltas(run));
+                return;
+            }
+        } else {
+            self.close_last();
+        }
+        self.slots.push(Slot::One(Arc::clone(record)));
     }
 
     fn close_last(&mut self) {
@@ -291,9 +309,7 @@ mod tests {
     fn reading_from_any_seq_gives_back_every_record_exactly() {
         let all = records();
         let mut log = EventLog::default();
-        for r in &all {
-            log.push(r);
-        }
+        log.extend(&all);
         assert_eq!(log.last_seq(), 104);
         assert_eq!(json(&log.read(0, usize::MAX)), json(&all));
         for after in 0..=105 {

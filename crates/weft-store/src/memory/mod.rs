@@ -133,9 +133,7 @@ impl MemoryStore {
                 RunChange::Clear => entry.run = None,
             }
             let appended = !events.is_empty();
-            for event in &events {
-                entry.events.push(event);
-            }
+            entry.events.extend(&events);
             entry.reserved_seq = entry.reserved_seq.max(entry.last_seq());
             appended
         };
@@ -163,9 +161,7 @@ impl MemoryStore {
             if events.is_empty() {
                 return Ok(());
             }
-            for event in events {
-                entry.events.push(event);
-            }
+            entry.events.extend(events);
             entry.reserved_seq = entry.reserved_seq.max(entry.last_seq());
         }
         self.inner.hub.poke(session_id);
