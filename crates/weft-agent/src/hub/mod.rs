@@ -164,6 +164,8 @@ struct HubState {
     watchers: Vec<(u64, u64)>,
     /// The id of the next watcher.
     next_watcher: u64,
+    /// When (ms since the epoch) the last write that succeeded ended.
+    wrote_at: u64,
 }
 
 impl HubState {
@@ -222,6 +224,7 @@ impl Hub {
                 writing: false,
                 watchers: Vec::new(),
                 next_watcher: 0,
+                wrote_at: 0,
             }),
             write_now: AtomicBool::new(true),
             published: Notify::new(),
@@ -395,7 +398,7 @@ impl Hub {
     /// Numbers `events` (leaving it empty), adds them to memory and wakes the persister (when
     /// it may write them) and the watchers (when they may see them).
     fn show(&self, run_id: &Arc<str>, events: &mut Vec<Draft>) -> u64 {
-        let (last, persist, visible) = {
+        let (last, persist, visible, now) = {
             let mut guard = self.lock();
             let state = &mut *guard;
             let at = now_ms();
@@ -410,9 +413,19 @@ impl Hub {
                 state.sync_last = seq;
             }
             let persist = state.writable() == seq;
-            (seq, persist, state.visible(self.store.is_some()) == seq)
+            let visible = state.visible(self.store.is_some()) == seq;
+            // Written at once only when the last write is a while ago (a paced stream): a burst
+            // is the persister's to gather, and to merge while it lags.
+            let now = (persist
+                && self.store.is_some()
+                && self.write_now.load(Ordering::Relaxed)
+                && !state.writing
+                && at.saturating_sub(state.wrote_at) >= GATHER_WITHIN.as_millis() as u64)
+                .then(|| Self::take_unpersisted(state))
+                .flatten();
+            (seq, persist, visible, now)
         };
-        if persist && !self.write_now() {
+        if persist && !now.is_some_and(|(batch, fence)| self.write_now(batch, fence)) {
             self.pending.notify_one();
         }
         if visible {
@@ -421,31 +434,27 @@ impl Hub {
         last
     }
 
-    /// Writes what is new at once, in this thread, when the store can without waiting
-    /// ([`SessionStore::append_events_now`]: it keeps events in memory) and no other write is
-    /// under way: a paced stream then wakes no persister per event. `false` when it did not
-    /// (the persister is to be woken): the store cannot, a write is under way, or the store
-    /// refused (the persister writes the batch again and deals with the refusal).
-    fn write_now(&self) -> bool {
-        let Some(store) = &self.store else { return false };
-        if !self.write_now.load(Ordering::Relaxed) {
-            return false;
+    /// Takes what is new for a writer (marking a write under way), when there is any.
+    fn take_unpersisted(state: &mut HubState) -> Option<(Batch, Option<Arc<str>>)> {
+        let (batch, fence) = Self::unpersisted_in(state);
+        if batch.is_empty() {
+            return None;
         }
-        let (batch, fence) = {
-            let mut state = self.lock();
-            if state.writing {
-                return false;
-            }
-            let (batch, fence) = Self::unpersisted_in(&mut state);
-            if batch.is_empty() {
-                return true;
-            }
-            state.writing = true;
-            state.fenced_writes += usize::from(fence.is_some());
-            (batch, fence)
-        };
-        let last = batch[batch.len() - 1].seq;
-        let written = store.append_events_now(&self.session_id, &batch, fence.as_deref());
+        state.writing = true;
+        state.fenced_writes += usize::from(fence.is_some());
+        Some((batch, fence))
+    }
+
+    /// Writes `batch` (taken by [`take_unpersisted`](Self::take_unpersisted)) at once, in this
+    /// thread, when the store can without waiting ([`SessionStore::append_events_now`]: it keeps
+    /// events in memory): a paced stream then wakes no persister per event. `false` when the
+    /// persister is to be woken: the store cannot, or refused (the persister writes the batch
+    /// again and deals with the refusal), or more is to be written.
+    fn write_now(&self, batch: Batch, fence: Option<Arc<str>>) -> bool {
+        let last = batch.last_seq();
+        let written = self.store.as_ref().and_then(|store| {
+            store.append_events_now(&self.session_id, batch.as_slice(), fence.as_deref())
+        });
         if written.is_none() {
             self.write_now.store(false, Ordering::Relaxed);
         }
@@ -455,6 +464,9 @@ impl Hub {
             state.writing = false;
             state.fenced_writes -= usize::from(fence.is_some());
             let wake = stored && self.mark_persisted(&mut state, last);
+            if stored {
+                state.wrote_at = now_ms();
+            }
             // More published meanwhile by another task, which left it to this write, or the run
             // ended while it was under way (the persister waits to see it before it stops):
             // the persister's turn.
@@ -630,13 +642,14 @@ impl Hub {
         if state.writing {
             return (Vec::new(), None);
         }
-        let taken = Self::unpersisted_in(&mut state);
-        state.writing = !taken.0.is_empty();
-        taken
+        let (batch, fence) = Self::unpersisted_in(&mut state);
+        let batch = batch.into_vec();
+        state.writing = !batch.is_empty();
+        (batch, fence)
     }
 
     /// See [`unpersisted`](Self::unpersisted).
-    fn unpersisted_in(state: &mut HubState) -> (Vec<Arc<EventRecord>>, Option<Arc<str>>) {
+    fn unpersisted_in(state: &mut HubState) -> (Batch, Option<Arc<str>>) {
         if state.refusal.is_some() {
             // The store refused this run's events: its later ones are not sent either (the run
             // cannot be durable, and says so), only those of a run started afterwards.
@@ -645,20 +658,27 @@ impl Hub {
         let from = state.persisted.max(state.refused);
         let upto = state.writable();
         if from >= upto {
-            return (Vec::new(), None);
+            return (Batch::Many(Vec::new()), None);
         }
         // They are the last ones (but for any a barrier did not ask for yet): counted from the
         // back, looking at no older record.
         let newer = state.events.iter().rev().take_while(|r| r.seq > upto).count();
         let end = state.events.len() - newer;
         let count = state.events.range(..end).rev().take_while(|r| r.seq > from).count();
-        (state.events.range(end - count..end).cloned().collect(), state.fence.clone())
+        let batch = if count == 1 {
+            // A paced stream's one event: no vector for it.
+            Batch::One(Arc::clone(&state.events[end - 1]))
+        } else {
+            Batch::Many(state.events.range(end - count..end).cloned().collect())
+        };
+        (batch, state.fence.clone())
     }
 
     /// The store has everything up to `seq`: trims memory to the retention window.
     fn persisted_up_to(&self, seq: u64) {
         let wake_watchers = {
             let mut state = self.lock();
+            state.wrote_at = now_ms();
             self.mark_persisted(&mut state, seq)
         };
         self.after_write(wake_watchers);
@@ -718,4 +738,35 @@ fn last_at_or_after(events: &VecDeque<Arc<EventRecord>>, seq: u64) -> Option<usi
     let from_back = usize::try_from(back.seq.checked_sub(seq)?).ok()?;
     let i = events.len().checked_sub(1 + from_back)?;
     (events.get(i)?.seq == seq).then_some(i)
+}
+
+/// Events taken for a write: one (a paced stream's, as a rule) is not put in a vector.
+enum Batch {
+    One(Arc<EventRecord>),
+    Many(Vec<Arc<EventRecord>>),
+}
+
+impl Batch {
+    fn is_empty(&self) -> bool {
+        matches!(self, Self::Many(records) if records.is_empty())
+    }
+
+    fn as_slice(&self) -> &[Arc<EventRecord>] {
+        match self {
+            Self::One(record) => std::slice::from_ref(record),
+            Self::Many(records) => records,
+        }
+    }
+
+    /// The seq of the last one (0 when empty).
+    fn last_seq(&self) -> u64 {
+        self.as_slice().last().map_or(0, |r| r.seq)
+    }
+
+    fn into_vec(self) -> Vec<Arc<EventRecord>> {
+        match self {
+            Self::One(record) => vec![record],
+            Self::Many(records) => records,
+        }
+    }
 }
