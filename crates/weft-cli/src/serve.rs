@@ -200,6 +200,10 @@ fn plan(args: &ServeArgs, config: &ServeConfig) -> anyhow::Result<Plan> {
         settings.durability = durability;
     }
     config.connections.apply(&mut settings);
+    // One event loop per core: a session's run and its stream on one thread (`shards.rs`).
+    settings.connection_threads = config
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
     let addr = args
         .addr
         .clone()

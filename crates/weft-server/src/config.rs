@@ -12,6 +12,8 @@
 //!                                   # (every endpoint, the front ends too): "sync" (nothing is
 //!                                   # streamed before the store has it), "async", "exit" (stored
 //!                                   # when the run ends or suspends)
+//! threads = 2                       # WEFT_THREADS: threads serving connections, each with its own
+//!                                   # event loop (default: one per core; 0: the shared runtime)
 //!
 //! [provider]
 //! name = "faux"                     # WEFT_PROVIDER: openai, openai-responses, anthropic, gemini, faux
@@ -159,6 +161,11 @@ pub struct Settings {
     /// The most connections open at once, lowered to what the open-file limit allows (zero: that
     /// limit alone).
     pub max_connections: usize,
+    /// Threads that serve connections, each with an event loop of its own: a connection, the
+    /// runs its requests start and their streams stay on one thread (see `shards.rs`). Zero:
+    /// connections are served on the runtime [`Server::serve`](crate::Server::serve) runs on
+    /// (the default of the library; `weft serve` starts one per core).
+    pub connection_threads: usize,
     /// The most WebSockets one API key may have open at once (zero: no limit).
     pub ws_sockets_per_key: usize,
     /// The most streams one WebSocket may carry at once (zero: no limit).
@@ -197,6 +204,7 @@ impl std::fmt::Debug for Settings {
             .field("idle_timeout", &self.idle_timeout)
             .field("write_timeout", &self.write_timeout)
             .field("max_connections", &self.max_connections)
+            .field("connection_threads", &self.connection_threads)
             .finish_non_exhaustive()
     }
 }
@@ -221,6 +229,7 @@ impl Settings {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            connection_threads: 0,
             ws_sockets_per_key: DEFAULT_WS_SOCKETS_PER_KEY,
             ws_streams_per_socket: DEFAULT_WS_STREAMS_PER_SOCKET,
             ws_streams_per_key: DEFAULT_WS_STREAMS_PER_KEY,
@@ -249,6 +258,9 @@ pub struct ServeConfig {
     pub store: Option<String>,
     /// How durably runs are stored by default (`durability`, `WEFT_DURABILITY`).
     pub durability: Option<weft_core::Durability>,
+    /// Threads serving connections (`threads`, `WEFT_THREADS`; see
+    /// [`Settings::connection_threads`]).
+    pub threads: Option<usize>,
     /// The provider's name.
     pub provider: Option<String>,
     /// The default model.
@@ -362,6 +374,7 @@ struct FileConfig {
     addr: Option<String>,
     store: Option<String>,
     durability: Option<weft_core::Durability>,
+    threads: Option<usize>,
     #[serde(default)]
     provider: ProviderSection,
     #[serde(default)]
@@ -485,7 +498,7 @@ pub fn find_file(
 
 impl ServeConfig {
     /// Reads `file` (if any), then applies the environment (`WEFT_ADDR`, `WEFT_STORE`,
-    /// `WEFT_DURABILITY`, `WEFT_PROVIDER`, `WEFT_MODEL`, `WEFT_PROVIDERS`, `WEFT_API_KEYS`,
+    /// `WEFT_DURABILITY`, `WEFT_THREADS`, `WEFT_PROVIDER`, `WEFT_MODEL`, `WEFT_PROVIDERS`, `WEFT_API_KEYS`,
     /// `WEFT_CORS_ORIGINS`).
     pub fn load(
         file: Option<&Path>,
@@ -514,6 +527,11 @@ impl ServeConfig {
                     .parse()
                     .map_err(|e| ConfigError(format!("WEFT_DURABILITY: {e}")))?,
             );
+        }
+        if let Some(threads) = var("WEFT_THREADS") {
+            config.threads = Some(threads.trim().parse().map_err(|_| {
+                ConfigError(format!("WEFT_THREADS: {threads:?} is not a number of threads"))
+            })?);
         }
         if let Some(provider) = var("WEFT_PROVIDER") {
             config.provider = Some(provider);
@@ -583,6 +601,7 @@ impl ServeConfig {
             addr: file.addr,
             store: file.store,
             durability: file.durability,
+            threads: file.threads,
             provider: file.provider.name,
             model: file.provider.model,
             script: file.provider.script.map(relative),

@@ -58,6 +58,8 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
+
+use crate::shards::Shards;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
@@ -708,6 +710,7 @@ pub(crate) async fn run(
     listener: TcpListener,
     router: Router,
     state: Arc<AppState>,
+    shards: &Shards,
     signal: impl Future<Output = ()> + Send + 'static,
     closing: CancellationToken,
 ) {
@@ -749,7 +752,30 @@ pub(crate) async fn run(
         if let Err(error) = socket2::SockRef::from(&stream).set_tcp_notsent_lowat(NOTSENT_LOWAT) {
             tracing::debug!(%error, "TCP_NOTSENT_LOWAT could not be set");
         }
-        tasks.spawn(serve_connection(stream, remote, conn, router.clone(), shutdown.clone()));
+        let (router, shutdown) = (router.clone(), shutdown.clone());
+        let Some(shard) = shards.next() else {
+            tasks.spawn(serve_connection(stream, remote, conn, router, shutdown));
+            continue;
+        };
+        // Served on a connection thread, its socket registered with that thread's event loop.
+        let stream = match stream.into_std() {
+            Ok(stream) => stream,
+            Err(error) => {
+                tracing::debug!(%error, %remote, "a connection could not be handed to its thread");
+                continue;
+            }
+        };
+        tasks.spawn_on(
+            async move {
+                match TcpStream::from_std(stream) {
+                    Ok(stream) => serve_connection(stream, remote, conn, router, shutdown).await,
+                    Err(error) => {
+                        tracing::debug!(%error, %remote, "a connection could not be registered");
+                    }
+                }
+            },
+            shard,
+        );
     }
     drop(listener);
     tracing::info!("shutting down: no new connections; ending streams");

@@ -61,6 +61,7 @@ mod models;
 mod openapi;
 mod playground;
 mod routes;
+mod shards;
 mod stream;
 mod ws;
 mod ws_limits;
@@ -300,8 +301,10 @@ impl Server {
         tracing::info!(%addr, "weft server listening");
         // The accept loop with the connection limits (`conn`): the cap, the header, idle and
         // body timeouts, TCP_NODELAY, a clone of the router per connection.
-        conn::run(listener, app, Arc::clone(&self.state), shutdown, closing).await;
+        let shards = shards::Shards::start(self.state.settings.connection_threads)?;
+        conn::run(listener, app, Arc::clone(&self.state), &shards, shutdown, closing).await;
         self.state.runs.drain(self.state.settings.shutdown_grace).await;
+        shards.stop().await;
         tracing::info!("server stopped");
         Ok(())
     }

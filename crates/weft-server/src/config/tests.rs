@@ -12,6 +12,7 @@ fn a_full_file_is_read_with_paths_relative_to_it() -> Result<(), ConfigError> {
          body_bytes = 10\nremote_tool_timeout = \"2m\"\n[cors]\norigins = [\"*\"]\n",
     )?;
     assert_eq!(config.addr.as_deref(), Some("0.0.0.0:9000"));
+    assert_eq!(config.threads, None);
     assert_eq!(config.script, Some(PathBuf::from("/etc/weft/s.json")));
     assert_eq!(config.api_keys.get("key-number-1").map(String::as_str), Some("alice"));
     assert_eq!(config.body_bytes, Some(10));
@@ -28,6 +29,7 @@ fn mistakes_name_file_line_and_key_in_one_line() {
         ("[provider]\nnmae = \"faux\"\n", "weft.toml:2: provider.nmae: unknown field `nmae`"),
         ("addr = \n", "weft.toml:1: "),
         ("[api_keys]\nshort = \"bob\"\n", "weft.toml:1: api_keys: an API key must have"),
+        ("threads = -1\n", "weft.toml:1: threads: "),
     ];
     for (text, expected) in cases {
         let error = parse(text).err().map(|e| e.0).unwrap_or_default();
@@ -42,10 +44,15 @@ fn the_environment_overrides_the_file() -> Result<(), ConfigError> {
     let dir = std::env::temp_dir().join(format!("weft-config-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| ConfigError(e.to_string()))?;
     let file = dir.join("weft.toml");
-    std::fs::write(&file, "addr = \"127.0.0.1:1\"\n[api_keys]\n\"key-number-1\" = \"alice\"\n")
-        .map_err(|e| ConfigError(e.to_string()))?;
+    std::fs::write(
+        &file,
+        "addr = \"127.0.0.1:1\"\nthreads = 4\n[api_keys]\n\"key-number-1\" = \"alice\"\n",
+    )
+    .map_err(|e| ConfigError(e.to_string()))?;
+    assert_eq!(ServeConfig::load(Some(&file), &|_| None)?.threads, Some(4));
     let env = |name: &str| match name {
         "WEFT_ADDR" => Some("127.0.0.1:2".to_string()),
+        "WEFT_THREADS" => Some(" 0 ".to_string()),
         "WEFT_API_KEYS" => Some("key-number-2=bob, key-number-3=carol".to_string()),
         _ => None,
     };
@@ -53,6 +60,7 @@ fn the_environment_overrides_the_file() -> Result<(), ConfigError> {
     assert_eq!(found.as_deref(), Some(file.as_path()));
     let config = ServeConfig::load(found.as_deref(), &env)?;
     assert_eq!(config.addr.as_deref(), Some("127.0.0.1:2"));
+    assert_eq!(config.threads, Some(0));
     assert_eq!(config.api_keys.len(), 2);
     assert_eq!(config.api_keys.get("key-number-3").map(String::as_str), Some("carol"));
     let _ = std::fs::remove_dir_all(&dir);
@@ -169,4 +177,11 @@ fn the_telemetry_section_is_read_and_its_mistakes_named() -> Result<(), ConfigEr
     let error = error.unwrap_or_default();
     assert!(error.starts_with("/etc/weft/weft.toml:2:") && error.contains("endpiont"), "{error}");
     Ok(())
+}
+
+#[test]
+fn a_thread_count_that_is_not_a_number_is_named() {
+    let env = |name: &str| (name == "WEFT_THREADS").then(|| "many".to_string());
+    let error = ServeConfig::load(None, &env).err().map(|e| e.0).unwrap_or_default();
+    assert_eq!(error, "WEFT_THREADS: \"many\" is not a number of threads");
 }

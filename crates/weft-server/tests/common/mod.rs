@@ -96,6 +96,9 @@ async fn start_on(
         .unwrap();
     let mut s = Settings::new("faux");
     s.requests_per_minute = 0;
+    // As `weft serve` runs: connections on threads of their own (the library's default is the
+    // caller's runtime, which the other crates' tests use).
+    s.connection_threads = 2;
     settings(&mut s);
     let key = s.api_keys.keys().next().cloned();
     let server = Server::new(agent, s);
