@@ -423,9 +423,9 @@ impl Hub {
                 && at.saturating_sub(state.wrote_at) >= GATHER_WITHIN.as_millis() as u64)
                 .then(|| Self::take_unpersisted(state))
                 .flatten();
-            (seq, persist, visible, now)
+            (seq, persist, visible, now.map(|taken| (taken, at)))
         };
-        if persist && !now.is_some_and(|(batch, fence)| self.write_now(batch, fence)) {
+        if persist && !now.is_some_and(|((batch, fence), at)| self.write_now(batch, fence, at)) {
             self.pending.notify_one();
         }
         if visible {
@@ -449,8 +449,8 @@ impl Hub {
     /// thread, when the store can without waiting ([`SessionStore::append_events_now`]: it keeps
     /// events in memory): a paced stream then wakes no persister per event. `false` when the
     /// persister is to be woken: the store cannot, or refused (the persister writes the batch
-    /// again and deals with the refusal), or more is to be written.
-    fn write_now(&self, batch: Batch, fence: Option<Arc<str>>) -> bool {
+    /// again and deals with the refusal), or more is to be written. `at`: when it was published.
+    fn write_now(&self, batch: Batch, fence: Option<Arc<str>>, at: u64) -> bool {
         let last = batch.last_seq();
         let written = self.store.as_ref().and_then(|store| {
             store.append_events_now(&self.session_id, batch.as_slice(), fence.as_deref())
@@ -465,7 +465,8 @@ impl Hub {
             state.fenced_writes -= usize::from(fence.is_some());
             let wake = stored && self.mark_persisted(&mut state, last);
             if stored {
-                state.wrote_at = now_ms();
+                // The store keeps it in memory: it ended as it began.
+                state.wrote_at = at;
             }
             // More published meanwhile by another task, which left it to this write, or the run
             // ended while it was under way (the persister waits to see it before it stops):
