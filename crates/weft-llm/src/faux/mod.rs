@@ -161,7 +161,11 @@ struct FauxStream {
     last_block: Option<Phase>,
     chunk: usize,
     delay: Option<Duration>,
+    /// The timer of the delays, made once and set again before each delta (no timer made and
+    /// dropped per delta).
     sleep: Option<Pin<Box<Sleep>>>,
+    /// The timer is set for the next delta.
+    sleeping: bool,
     stalled: bool,
     usage_sent: bool,
 }
@@ -192,6 +196,7 @@ impl FauxStream {
             chunk,
             delay,
             sleep: None,
+            sleeping: false,
             stalled: false,
             usage_sent: false,
         };
@@ -416,11 +421,19 @@ impl Stream for FauxStream {
         if let Some(delay) = this.delay
             && this.delta_is_next()
         {
-            let sleep = this.sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep(delay)));
+            let mut made = false;
+            let sleep = this.sleep.get_or_insert_with(|| {
+                made = true;
+                Box::pin(tokio::time::sleep(delay))
+            });
+            if !made && !this.sleeping {
+                sleep.as_mut().reset(tokio::time::Instant::now() + delay);
+            }
+            this.sleeping = true;
             if sleep.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }
-            this.sleep = None;
+            this.sleeping = false;
         }
         match this.next_event() {
             Some(event) => Poll::Ready(Some(event)),
