@@ -276,6 +276,41 @@ impl LoomEncoder {
         self.delta_envelope = Some(envelope);
     }
 
+    /// A tool call's arguments delta written straight into `out` (the hot path of
+    /// [`Encoder::encode_to`]): the same bytes as [`Self::toolcall_delta`]'s frame.
+    fn toolcall_delta_to(
+        &mut self,
+        index: u32,
+        delta: &str,
+        seq: u64,
+        framing: Framing,
+        out: &mut Vec<u8>,
+    ) {
+        if delta.is_empty() {
+            return;
+        }
+        self.event_id += 1;
+        let envelope = match self.delta_envelope.take() {
+            Some(envelope) => envelope,
+            None => self.make_delta_envelope(),
+        };
+        framing.open(Some(seq), out);
+        out.extend_from_slice(&envelope.head);
+        write_u64(self.event_id, out);
+        out.extend_from_slice(b",\"type\":\"tool_call_chunk\"");
+        if let Some((call_id, name)) = self.calls.get(&index) {
+            out.extend_from_slice(b",\"call_id\":");
+            write_str(call_id, out);
+            out.extend_from_slice(b",\"name\":");
+            write_str(name, out);
+        }
+        out.extend_from_slice(b",\"arguments_delta\":");
+        write_str(delta, out);
+        out.push(b'}');
+        framing.close(out);
+        self.delta_envelope = Some(envelope);
+    }
+
     /// The envelope of the next delta frames, as things stand.
     fn make_delta_envelope(&self) -> DeltaEnvelope {
         let mut head = b"{".to_vec();
@@ -573,8 +608,8 @@ impl Encoder for LoomEncoder {
         }
     }
 
-    /// Text and thinking deltas (one per token) are written in place; other events go through
-    /// their frames.
+    /// Text, thinking and tool-argument deltas (one per token) are written in place; other
+    /// events go through their frames.
     fn encode_to(&mut self, seq: u64, event: &AgentEvent, framing: Framing, out: &mut Vec<u8>) {
         let hot = !self.export && self.pending_run.is_none();
         match event {
@@ -583,6 +618,9 @@ impl Encoder for LoomEncoder {
             }
             AgentEvent::ThinkingDelta { index, delta } if hot => {
                 self.delta_to(true, *index, delta, seq, framing, out);
+            }
+            AgentEvent::ToolcallDelta { index, delta } if hot => {
+                self.toolcall_delta_to(*index, delta, seq, framing, out);
             }
             _ => crate::encode_via_frames(self, seq, event, framing, out),
         }

@@ -411,3 +411,49 @@ fn concurrent_node_runs_keep_their_own_chunks() {
     let written: String = frames.iter().map(|f| format!("{}\n", f.data)).collect();
     assert_eq!(String::from_utf8(bytes).unwrap(), written);
 }
+
+/// A tool call's argument deltas written in place (`encode_to`) are the bytes of their frames,
+/// in both framings: with the call's id and name, escapes and non-ASCII text kept, an empty
+/// delta sending nothing, and a delta of a call whose start was not seen without them.
+#[test]
+fn tool_argument_deltas_written_in_place_are_their_frames() {
+    let events = vec![
+        AgentEvent::SessionStart {
+            session_id: "s1".into(),
+            run_id: "r1".into(),
+            agent: "react".into(),
+            recovers: None,
+        },
+        AgentEvent::NodeEnter { name: "think".into(), node_id: "think-0".into() },
+        AgentEvent::ToolcallStart { index: 0, id: "call_\"1\"".into(), name: "write".into() },
+        AgentEvent::ToolcallDelta { index: 0, delta: "{\"content\":\"a\\n".into() },
+        AgentEvent::ToolcallDelta { index: 0, delta: String::new() },
+        AgentEvent::ToolcallDelta { index: 0, delta: "é世\u{1}\"".into() },
+        AgentEvent::ToolcallDelta { index: 3, delta: "}".into() },
+        AgentEvent::TextDelta { index: 1, delta: "between".into() },
+        AgentEvent::ToolcallDelta { index: 0, delta: "\"}".into() },
+    ];
+    for framing in [crate::Framing::Ndjson, crate::Framing::Sse] {
+        let mut frames = Vec::new();
+        let mut encoder = LoomEncoder::new();
+        let mut in_place = LoomEncoder::new();
+        let mut bytes = Vec::new();
+        for (seq, event) in events.iter().enumerate() {
+            let seq = seq as u64 + 1;
+            let start = frames.len();
+            crate::encode(&mut encoder, seq, event, &mut frames);
+            // An event's last frame carries its seq (`Framing::Sse` writes it as `id:`).
+            if let Some(last) = frames[start..].last_mut() {
+                last.id = Some(seq);
+            }
+            in_place.encode_to(seq, event, framing, &mut bytes);
+        }
+        let mut written = Vec::new();
+        for frame in &frames {
+            framing.write(frame, &mut written);
+        }
+        assert_eq!(String::from_utf8(bytes).unwrap(), String::from_utf8(written).unwrap());
+        let chunks = frames.iter().filter(|f| f.data.contains("tool_call_chunk")).count();
+        assert_eq!(chunks, 5, "the start, three deltas with text, the unknown call's");
+    }
+}
