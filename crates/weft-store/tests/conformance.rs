@@ -417,20 +417,34 @@ fn sqlite_writer_gone_is_closed_not_transient() {
     let store = opened.block_on(async {
         let store = SqliteStore::open(&path).await.unwrap();
         create(&store, "s1", None, vec![user("a")]).await;
+        // What the reads spawned on this runtime (the read pool hands a connection back in a
+        // task of its own) ends before the runtime does: once, under load, a read on the next
+        // runtime waited for ever for a connection a dropped task still held.
+        tokio::time::sleep(Duration::from_millis(50)).await;
         store
     });
     // The writer stops with the runtime that opened the store, as a task of it would.
     drop(opened);
     let other = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     other.block_on(async {
-        let error = store.append_events("s1", vec![delta("s1", 1, "x")], None).await.unwrap_err();
+        let append = store.append_events("s1", vec![delta("s1", 1, "x")], None);
+        let error = within("append_events", append).await.unwrap_err();
         assert!(matches!(&error, StoreError::Closed(_)), "{error:?}");
         assert!(!error.is_transient(), "a stopped writer never comes back");
         assert!(error.to_string().contains("writer"), "{error}");
-        let error = store.reserve_seqs("s1", 10).await.unwrap_err();
+        let error = within("reserve_seqs", store.reserve_seqs("s1", 10)).await.unwrap_err();
         assert!(matches!(error, StoreError::Closed(_)), "{error:?}");
-        assert_eq!(store.head("s1").await.unwrap().unwrap().id, "s1");
+        let head = within("head", store.head("s1")).await;
+        assert_eq!(head.unwrap().unwrap().id, "s1");
     });
+}
+
+/// `answer`, within a bound: a hang fails the test, naming the step, instead of the whole run.
+async fn within<T>(what: &str, answer: impl std::future::Future<Output = T>) -> T {
+    match tokio::time::timeout(Duration::from_secs(30), answer).await {
+        Ok(answer) => answer,
+        Err(_) => panic!("{what} did not answer within 30 s"),
+    }
 }
 
 /// A file at a schema version newer than this build is refused, not damaged.

@@ -40,7 +40,7 @@ mod writes;
 
 use notify::{channel_name, listen_loop, notify};
 use schema::migrate;
-use writes::{fence, insert_events, insert_messages, position};
+use writes::{append_events, fence, insert_events, insert_messages, position};
 
 /// How a [`PostgresStore`] runs.
 #[derive(Debug, Clone)]
@@ -287,17 +287,8 @@ impl PostgresStore {
         if encoded.is_empty() {
             return Ok(());
         }
-        insert_events(&mut tx, session_id, encoded, at.message_count).await?;
-        sqlx::query(
-            "UPDATE sessions SET last_seq = $2, reserved_seq = GREATEST(reserved_seq, $2) \
-             WHERE id = $1",
-        )
-        .bind(session_id)
-        .bind(to_i64(last, "seq")?)
-        .execute(&mut *tx)
-        .await
-        .map_err(pg)?;
-        notify(&mut tx, &self.inner.channel, session_id, last).await?;
+        append_events(&mut tx, session_id, encoded, at.message_count, last, &self.inner.channel)
+            .await?;
         tx.commit().await.map_err(pg)?;
         self.inner.hub.poke(session_id);
         Ok(())

@@ -34,16 +34,19 @@ pub(super) async fn notify(
     session_id: &str,
     seq: u64,
 ) -> Result<(), StoreError> {
-    // A payload must stay under 8000 bytes: an absurdly long id wakes everyone instead.
-    let payload =
-        if session_id.len() < 7000 { format!("{seq}:{session_id}") } else { seq.to_string() };
     sqlx::query("SELECT pg_notify($1, $2)")
         .bind(channel)
-        .bind(payload)
+        .bind(notify_payload(session_id, seq))
         .execute(&mut *tx)
         .await
         .map_err(pg)?;
     Ok(())
+}
+
+/// What a write of `session_id` up to `seq` notifies: `SEQ:SESSION_ID`. A payload must stay
+/// under 8000 bytes: an absurdly long id wakes everyone instead.
+pub(super) fn notify_payload(session_id: &str, seq: u64) -> String {
+    if session_id.len() < 7000 { format!("{seq}:{session_id}") } else { seq.to_string() }
 }
 
 /// Wakes the local waiters named by notifications; wakes them all after a lost connection.

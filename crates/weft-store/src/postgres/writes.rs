@@ -6,6 +6,7 @@ use weft_core::store::StoreError;
 
 use crate::codec::{self, EncodedEvent, Position, column, column_u64, to_i64};
 
+use super::notify::notify_payload;
 use super::{missing_session, pg};
 
 pub(super) async fn position(
@@ -73,12 +74,36 @@ pub(super) async fn insert_messages(
     Ok(())
 }
 
-pub(super) async fn insert_events(
-    tx: &mut PgConnection,
-    session_id: &str,
+/// The rows of events, as `INSERT ... SELECT FROM UNNEST` binds them.
+macro_rules! insert_events_sql {
+    () => {
+        "INSERT INTO events (session_id, seq, run_id, node_id, at, event, msg_first, msg_count) \
+         SELECT $1, seq, run_id, node_id, at, event, msg_first, msg_count \
+         FROM UNNEST($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[], \
+                     $7::bigint[], $8::bigint[]) \
+         AS e (seq, run_id, node_id, at, event, msg_first, msg_count)"
+    };
+}
+
+/// An append's rows, the session's new end and the notification, in one statement (one round
+/// trip instead of three): `$9` the last seq, `$10` the channel, `$11` the payload.
+const APPEND_EVENTS: &str = concat!(
+    "WITH appended AS (",
+    insert_events_sql!(),
+    " RETURNING 1), \
+     advanced AS (UPDATE sessions SET last_seq = $9, reserved_seq = GREATEST(reserved_seq, $9) \
+                  WHERE id = $1 RETURNING 1) \
+     SELECT pg_notify($10, $11)"
+);
+
+/// The columns of `events` (settled against the session's `message_count`), bound as `$2`–`$8`
+/// after the session id.
+fn bind_events<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    session_id: &'q str,
     events: Vec<EncodedEvent>,
     message_count: u64,
-) -> Result<(), StoreError> {
+) -> Result<sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>, StoreError> {
     let n = events.len();
     let (mut seqs, mut runs, mut nodes, mut ats, mut jsons, mut firsts, mut counts) = (
         Vec::with_capacity(n),
@@ -99,23 +124,46 @@ pub(super) async fn insert_events(
         firsts.push(e.span.map(|(first, _)| first));
         counts.push(e.span.map(|(_, count)| count));
     }
-    sqlx::query(
-        "INSERT INTO events (session_id, seq, run_id, node_id, at, event, msg_first, msg_count) \
-         SELECT $1, seq, run_id, node_id, at, event, msg_first, msg_count \
-         FROM UNNEST($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[], \
-                     $7::bigint[], $8::bigint[]) \
-         AS e (seq, run_id, node_id, at, event, msg_first, msg_count)",
-    )
-    .bind(session_id)
-    .bind(seqs)
-    .bind(runs)
-    .bind(nodes)
-    .bind(ats)
-    .bind(jsons)
-    .bind(firsts)
-    .bind(counts)
-    .execute(&mut *tx)
-    .await
-    .map_err(missing_session(session_id))?;
+    Ok(query
+        .bind(session_id)
+        .bind(seqs)
+        .bind(runs)
+        .bind(nodes)
+        .bind(ats)
+        .bind(jsons)
+        .bind(firsts)
+        .bind(counts))
+}
+
+pub(super) async fn insert_events(
+    tx: &mut PgConnection,
+    session_id: &str,
+    events: Vec<EncodedEvent>,
+    message_count: u64,
+) -> Result<(), StoreError> {
+    bind_events(sqlx::query(insert_events_sql!()), session_id, events, message_count)?
+        .execute(&mut *tx)
+        .await
+        .map_err(missing_session(session_id))?;
+    Ok(())
+}
+
+/// Appends `events` (the session's row locked, their first seq checked), moves the session's
+/// end to `last` and notifies `channel`'s listeners at the commit: one statement.
+pub(super) async fn append_events(
+    tx: &mut PgConnection,
+    session_id: &str,
+    events: Vec<EncodedEvent>,
+    message_count: u64,
+    last: u64,
+    channel: &str,
+) -> Result<(), StoreError> {
+    bind_events(sqlx::query(APPEND_EVENTS), session_id, events, message_count)?
+        .bind(to_i64(last, "seq")?)
+        .bind(channel)
+        .bind(notify_payload(session_id, last))
+        .execute(&mut *tx)
+        .await
+        .map_err(missing_session(session_id))?;
     Ok(())
 }
