@@ -254,26 +254,17 @@ impl LoomEncoder {
         out: &mut Vec<u8>,
     ) {
         let Some(number) = self.take_delta(thinking, index, delta) else { return };
-        self.event_id += 1;
-        let envelope = match self.delta_envelope.take() {
-            Some(envelope) => envelope,
-            None => self.make_delta_envelope(),
-        };
-        framing.open(Some(seq), out);
-        out.extend_from_slice(&envelope.head);
-        write_u64(self.event_id, out);
-        out.extend_from_slice(if thinking {
-            b",\"type\":\"thought_chunk\",\"content\":"
-        } else {
-            b",\"type\":\"message_chunk\",\"content\":"
+        self.delta_frame_to(seq, framing, out, |_, envelope, out| {
+            out.extend_from_slice(if thinking {
+                b",\"type\":\"thought_chunk\",\"content\":"
+            } else {
+                b",\"type\":\"message_chunk\",\"content\":"
+            });
+            write_str(delta, out);
+            out.extend_from_slice(&envelope.node_name);
+            out.extend_from_slice(b",\"block\":");
+            write_u64(number, out);
         });
-        write_str(delta, out);
-        out.extend_from_slice(&envelope.node_name);
-        out.extend_from_slice(b",\"block\":");
-        write_u64(number, out);
-        out.push(b'}');
-        framing.close(out);
-        self.delta_envelope = Some(envelope);
     }
 
     /// A tool call's arguments delta written straight into `out` (the hot path of
@@ -289,6 +280,28 @@ impl LoomEncoder {
         if delta.is_empty() {
             return;
         }
+        self.delta_frame_to(seq, framing, out, |this, _, out| {
+            out.extend_from_slice(b",\"type\":\"tool_call_chunk\"");
+            if let Some((call_id, name)) = this.calls.get(&index) {
+                out.extend_from_slice(b",\"call_id\":");
+                write_str(call_id, out);
+                out.extend_from_slice(b",\"name\":");
+                write_str(name, out);
+            }
+            out.extend_from_slice(b",\"arguments_delta\":");
+            write_str(delta, out);
+        });
+    }
+
+    /// One delta frame written into `out`: the framing, the envelope as things stand (kept for
+    /// the next delta), the next `event_id`, then what `payload` writes, and the closing brace.
+    fn delta_frame_to(
+        &mut self,
+        seq: u64,
+        framing: Framing,
+        out: &mut Vec<u8>,
+        payload: impl FnOnce(&Self, &DeltaEnvelope, &mut Vec<u8>),
+    ) {
         self.event_id += 1;
         let envelope = match self.delta_envelope.take() {
             Some(envelope) => envelope,
@@ -297,15 +310,7 @@ impl LoomEncoder {
         framing.open(Some(seq), out);
         out.extend_from_slice(&envelope.head);
         write_u64(self.event_id, out);
-        out.extend_from_slice(b",\"type\":\"tool_call_chunk\"");
-        if let Some((call_id, name)) = self.calls.get(&index) {
-            out.extend_from_slice(b",\"call_id\":");
-            write_str(call_id, out);
-            out.extend_from_slice(b",\"name\":");
-            write_str(name, out);
-        }
-        out.extend_from_slice(b",\"arguments_delta\":");
-        write_str(delta, out);
+        payload(self, &envelope, out);
         out.push(b'}');
         framing.close(out);
         self.delta_envelope = Some(envelope);
