@@ -84,6 +84,11 @@ fn serves_the_flow_on_the_default_store_and_stops_on_sigterm() {
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
     let addr = line.trim().rsplit("http://").next().unwrap().to_string();
+    // Served from 4 KiB pages: transparent huge pages are off for the process (the kernel shows
+    // the prctl flag in /proc since 5.0).
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+    let thp = status.lines().find(|l| l.starts_with("THP_enabled:")).map(str::to_string);
     let body = r#"{"input":{"role":"user","content":"Weather in Paris?"},"context":{"tools":[{"name":"get_weather","parameters":{"type":"object"}}]}}"#;
     let response = http(
         &addr,
@@ -98,6 +103,11 @@ fn serves_the_flow_on_the_default_store_and_stops_on_sigterm() {
     Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
+    if cfg!(target_os = "linux")
+        && let Some(thp) = thp
+    {
+        assert_eq!(thp.split_whitespace().nth(1), Some("0"), "{thp}");
+    }
 }
 
 /// `weft serve` on `home`'s default store with the faux `script`, on a port of its own: the
