@@ -155,7 +155,7 @@ impl Hub {
                 }
                 Err(error) => {
                     tracing::warn!(session_id = %self.session_id, %error, "reading events failed");
-                    tokio::time::sleep(PERSIST_EVERY).await;
+                    Box::pin(tokio::time::sleep(PERSIST_EVERY)).await;
                     Fetch::Again
                 }
             };
@@ -174,7 +174,9 @@ impl Hub {
             return Fetch::End;
         }
         // No run of this process is under way: another process may be running one.
-        match self.remote_tail(next).await {
+        // Boxed: inline, this path's state machine (its timers and reads) would sit in every
+        // watcher's stream, while only a watcher of another process's run takes it.
+        match Box::pin(self.remote_tail(next)).await {
             RemoteTail::Events(records) => {
                 *batch = records;
                 Fetch::Records
