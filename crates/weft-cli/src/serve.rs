@@ -120,8 +120,8 @@ pub(crate) fn command(args: ServeArgs) -> Result<(), Failure> {
 /// for one large session (`weft run` over a million deltas takes fewer page faults) and not for a
 /// server of many small ones: each session's few KiB then make the process grow 2 MiB at a time,
 /// memory freed by finished sessions is only returned to the system in whole huge pages, and the
-/// kernel stalls on compaction to find them. Measured with the load harness (BENCHMARKS.md):
-/// 10 MiB less at idle and ~18% less per streaming session, at the same CPU per delta.
+/// kernel may stall on compaction to find them. Measured with the load harness (BENCHMARKS.md):
+/// 18–27% less memory per streaming session, at the same CPU per delta.
 fn small_pages() {
     #[cfg(target_os = "linux")]
     if let Err(errno) = nix::sys::prctl::set_thp_disable(true) {
