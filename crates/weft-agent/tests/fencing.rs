@@ -151,28 +151,32 @@ async fn a_stalled_replica_whose_run_was_taken_over_can_no_longer_commit() {
     let said = a_result.error.clone().unwrap_or_default();
     assert!(said.contains("taken over"), "A's run does not say its lease was taken: {said}");
 
-    // B goes on, and its recovery is what the session keeps.
+    // B goes on, and its recovery is what the session keeps. A run stores its resting state
+    // first and its last events right after (they are durable before any watcher sees them):
+    // the test waits for both, the end in the session and B's `session_end` in the log.
     b_store.go.add_permits(1_000);
-    let loaded = tokio::time::timeout(Duration::from_secs(10), async {
+    let (loaded, log) = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
             let loaded = b_store.inner.load(&id).await.unwrap().unwrap();
-            if loaded.head.status == SessionStatus::Completed {
-                break loaded;
+            let log = b_store.inner.read_events(&id, 0, 100_000).await.unwrap();
+            let a_run = log.first().map(|r| r.run_id.clone()).unwrap();
+            let b_ended = log.iter().any(|r| {
+                r.run_id != a_run && matches!(r.event, weft_core::AgentEvent::SessionEnd { .. })
+            });
+            if loaded.head.status == SessionStatus::Completed && b_ended {
+                break (loaded, log);
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
     .await
-    .expect("B's recovery never completed the run");
+    .expect("B's recovery never completed the run, or its events were never stored");
     let messages = loaded.messages.to_vec();
     let (answer, results) = answer_and_results(&messages);
     assert_eq!(answer.as_deref(), Some("Answer B"));
     assert!(!results.iter().any(|r| r == "done by A"), "A's step was stored: {results:?}");
 
     // Nor are A's events of the step's end: appends are fenced too.
-    let log = b_store.inner.read_events(&id, 0, 100_000).await.unwrap();
-    let a_run = log.first().map(|r| r.run_id.clone()).unwrap();
-    assert!(log.iter().any(|r| r.run_id != a_run), "no event of B's recovery is stored");
     let late: Vec<_> = log
         .iter()
         .filter(|r| serde_json::to_string(&r.event).unwrap().contains("done by A"))
