@@ -120,6 +120,10 @@ struct HubState {
     persister: bool,
     /// The last store failure, until a write succeeds again.
     failure: Option<StoreError>,
+    /// The newest run whose events the failed write carried: a wait for the store is answered
+    /// with the failure only if it is the waiting run's (an earlier run's write whose retry is
+    /// under way is not; the retry carries the waiting run's events too, and answers it).
+    failure_of: Option<Arc<str>>,
     /// Everything up to here that is not persisted was refused by the store for good (the
     /// session was deleted elsewhere, another process wrote these seqs), or belongs to a run
     /// some of whose events were: never sent again.
@@ -210,6 +214,7 @@ impl Hub {
                 live: false,
                 persister: false,
                 failure: None,
+                failure_of: None,
                 refused: 0,
                 refusal: None,
                 durability: Durability::default(),
@@ -625,7 +630,9 @@ impl Hub {
                 if state.persisted.max(state.refused) >= target {
                     return Ok(());
                 }
-                if let Some(failure) = state.failure.clone() {
+                if let Some(failure) = state.failure.clone()
+                    && state.failure_of.as_deref() == state.run.as_deref()
+                {
                     return Err(failure);
                 }
             }

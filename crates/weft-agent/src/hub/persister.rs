@@ -45,6 +45,7 @@ pub(super) async fn persister(hub: Arc<Hub>) {
         let _writing = Writing(&hub);
         let (first, last) = (batch[0].seq, batch[batch.len() - 1].seq);
         let run = Arc::clone(&batch[0].run_id);
+        let newest = Arc::clone(&batch[batch.len() - 1].run_id);
         let fenced = fence.is_some().then(|| FencedWrite::start(&hub));
         let written = store.append_events(&hub.session_id, batch, fence.as_deref()).await;
         drop(fenced);
@@ -85,12 +86,17 @@ pub(super) async fn persister(hub: Arc<Hub>) {
                         state.hole.get_or_insert(first);
                         state.refusal = Some(error.clone());
                         state.failure = Some(error);
+                        state.failure_of = Some(newest);
                         drop(state);
                         hub.written.notify_waiters();
                     }
                     Kept::Unknown => {
                         tracing::error!(session_id = %hub.session_id, %error, "persisting events failed; retrying");
-                        hub.lock().failure = Some(error);
+                        {
+                            let mut state = hub.lock();
+                            state.failure = Some(error);
+                            state.failure_of = Some(newest);
+                        }
                         hub.written.notify_waiters();
                         tokio::time::sleep(backoff).await;
                         backoff = (backoff * 2).min(Duration::from_secs(5));
