@@ -170,6 +170,25 @@ async fn a_sync_runs_tail_refused_after_the_next_run_started_is_never_shown() {
     let r2 = tokio::time::timeout(Duration::from_secs(20), start(Durability::Exit, "Two?"))
         .await
         .unwrap();
+    // R2's end is stored (its answer is in the session) before R1's tail is refused: R2 then
+    // waits for its events while R1's failed write is still being retried. That failure is
+    // R1's, not R2's answer: R2 waits for the retry's.
+    let id = session.id();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let stored = file.load(&id).await.unwrap().unwrap();
+            let answered = stored.messages.iter().any(|m| match m {
+                weft_core::Message::Assistant(a) => a.text() == "Two.",
+                _ => false,
+            });
+            if answered {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("R2's end was never stored");
     store.go.add_permits(1);
     let r2 =
         tokio::time::timeout(Duration::from_secs(20), r2.result()).await.expect("R2 never ended");
