@@ -177,10 +177,10 @@ async fn a_sync_runs_tail_refused_after_the_next_run_started_is_never_shown() {
     tokio::time::timeout(Duration::from_secs(20), async {
         loop {
             let stored = file.load(&id).await.unwrap().unwrap();
-            let answered = stored.messages.iter().any(|m| match m {
-                weft_core::Message::Assistant(a) => a.text() == "Two.",
-                _ => false,
-            });
+            let answered = stored
+                .messages
+                .iter()
+                .any(|m| matches!(m, weft_core::Message::Assistant(a) if a.text() == "Two."));
             if answered {
                 break;
             }

@@ -118,12 +118,11 @@ struct HubState {
     live: bool,
     /// The persister task is running.
     persister: bool,
-    /// The last store failure, until a write succeeds again.
-    failure: Option<StoreError>,
-    /// The newest run whose events the failed write carried: a wait for the store is answered
-    /// with the failure only if it is the waiting run's (an earlier run's write whose retry is
-    /// under way is not; the retry carries the waiting run's events too, and answers it).
-    failure_of: Option<Arc<str>>,
+    /// The last store failure, until a write succeeds again, with the newest run whose events
+    /// the failed write carried: a wait for the store is answered with the failure only if it
+    /// is the waiting run's (an earlier run's write whose retry is under way is not; the retry
+    /// carries the waiting run's events too, and answers it).
+    failure: Option<(StoreError, Arc<str>)>,
     /// Everything up to here that is not persisted was refused by the store for good (the
     /// session was deleted elsewhere, another process wrote these seqs), or belongs to a run
     /// some of whose events were: never sent again.
@@ -214,7 +213,6 @@ impl Hub {
                 live: false,
                 persister: false,
                 failure: None,
-                failure_of: None,
                 refused: 0,
                 refusal: None,
                 durability: Durability::default(),
@@ -630,10 +628,10 @@ impl Hub {
                 if state.persisted.max(state.refused) >= target {
                     return Ok(());
                 }
-                if let Some(failure) = state.failure.clone()
-                    && state.failure_of.as_deref() == state.run.as_deref()
+                if let Some((failure, of)) = &state.failure
+                    && state.run.as_deref() == Some(&**of)
                 {
-                    return Err(failure);
+                    return Err(failure.clone());
                 }
             }
             self.pending.notify_one();

@@ -85,18 +85,13 @@ pub(super) async fn persister(hub: Arc<Hub>) {
                         state.fence_lost |= matches!(error, StoreError::LeaseLost { .. });
                         state.hole.get_or_insert(first);
                         state.refusal = Some(error.clone());
-                        state.failure = Some(error);
-                        state.failure_of = Some(newest);
+                        state.failure = Some((error, newest));
                         drop(state);
                         hub.written.notify_waiters();
                     }
                     Kept::Unknown => {
                         tracing::error!(session_id = %hub.session_id, %error, "persisting events failed; retrying");
-                        {
-                            let mut state = hub.lock();
-                            state.failure = Some(error);
-                            state.failure_of = Some(newest);
-                        }
+                        hub.lock().failure = Some((error, newest));
                         hub.written.notify_waiters();
                         tokio::time::sleep(backoff).await;
                         backoff = (backoff * 2).min(Duration::from_secs(5));
