@@ -307,7 +307,9 @@ impl Conn {
         }
     }
 
-    /// Closes this connection for a new one if it still waits where `stamp` says.
+    /// Closes this connection for a new one if it still waits where `stamp` says. From here it
+    /// no longer counts as stalled: it holds no slot, and the stalled gauge tells how many of
+    /// the open connections wait for their client to take data.
     fn evict(&self, stamp: u64) -> bool {
         let mut state = self.lock();
         if state.stamp != Some(stamp) {
@@ -315,6 +317,9 @@ impl Conn {
         }
         state.stamp = None;
         state.phase = Phase::Evicted;
+        if state.stalled.take().is_some() {
+            self.connections.state.metrics.connection_stalled(-1);
+        }
         drop(state);
         self.wake.notify_waiters();
         true
@@ -403,12 +408,12 @@ impl Conn {
     /// A write found the socket full: the client takes no data, until a write makes progress.
     fn write_stalled(self: &Arc<Self>) {
         let mut state = self.lock();
-        if state.stalled.is_some() {
+        if state.stalled.is_some() || matches!(state.phase, Phase::Evicted | Phase::Released) {
             return;
         }
         state.stalled = Some(Instant::now());
-        self.connections.state.metrics.connection_stalled(1);
         self.settle(&mut state);
+        self.connections.state.metrics.connection_stalled(1);
         drop(state);
         self.wake.notify_waiters();
     }
@@ -439,7 +444,7 @@ impl Conn {
             return;
         }
         inner.open = inner.open.saturating_sub(1);
-        drop(inner);
+        // Under the lock, as `admit` counts its opening: the gauge never shows a slot twice.
         self.connections.state.metrics.connection_released();
     }
 

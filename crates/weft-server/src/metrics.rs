@@ -195,7 +195,7 @@ impl Metrics {
             out,
             "weft_connections_stalled",
             "gauge",
-            "Connections whose writes wait on a full socket now (the client takes no data).",
+            "Open connections whose writes wait on a full socket now (the client takes no data).",
             &plain(self.connections_stalled.load(Ordering::Relaxed).to_string()),
         );
         let closed: Vec<_> = {
