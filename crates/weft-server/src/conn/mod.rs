@@ -45,17 +45,13 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
 use axum::http::StatusCode;
-use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
@@ -66,6 +62,11 @@ use tower::ServiceExt;
 
 use crate::AppState;
 use crate::config::Settings;
+
+mod tracked;
+
+pub(crate) use tracked::ConnHandle;
+use tracked::{InFlight, TrackedBody, TrackedIo};
 
 /// File descriptors kept out of the connection cap: the store, tool processes, the listener.
 pub const FD_RESERVE: usize = 256;
@@ -307,9 +308,8 @@ impl Conn {
         }
     }
 
-    /// Closes this connection for a new one if it still waits where `stamp` says. From here it
-    /// no longer counts as stalled: it holds no slot, and the stalled gauge tells how many of
-    /// the open connections wait for their client to take data.
+    /// Closes this connection for a new one if it still waits where `stamp` says. It stops
+    /// counting as stalled: the gauge counts connections that hold a slot.
     fn evict(&self, stamp: u64) -> bool {
         let mut state = self.lock();
         if state.stamp != Some(stamp) {
@@ -317,9 +317,7 @@ impl Conn {
         }
         state.stamp = None;
         state.phase = Phase::Evicted;
-        if state.stalled.take().is_some() {
-            self.connections.state.metrics.connection_stalled(-1);
-        }
+        self.clear_stall(&mut state);
         drop(state);
         self.wake.notify_waiters();
         true
@@ -421,10 +419,18 @@ impl Conn {
     /// A write made progress after a stall.
     fn write_progressed(self: &Arc<Self>) {
         let mut state = self.lock();
-        if state.stalled.take().is_some() {
-            self.connections.state.metrics.connection_stalled(-1);
+        if self.clear_stall(&mut state) {
             self.settle(&mut state);
         }
+    }
+
+    /// Ends a stall, if there is one (`true`), and counts it out of the gauge.
+    fn clear_stall(&self, state: &mut ConnState) -> bool {
+        let stalled = state.stalled.take().is_some();
+        if stalled {
+            self.connections.state.metrics.connection_stalled(-1);
+        }
+        stalled
     }
 
     /// The socket is gone: its slot is free (unless it was handed over).
@@ -432,9 +438,7 @@ impl Conn {
         let mut state = self.lock();
         let previous = std::mem::replace(&mut state.phase, Phase::Released);
         let stamp = state.stamp.take();
-        if state.stalled.take().is_some() {
-            self.connections.state.metrics.connection_stalled(-1);
-        }
+        self.clear_stall(&mut state);
         drop(state);
         let mut inner = self.connections.lock();
         if let Some(stamp) = stamp {
@@ -491,143 +495,6 @@ impl Conn {
                 Ok(None) => woken.await,
             }
         }
-    }
-}
-
-/// A connection's socket: reads tell its [`Conn`] that a request began, writes whether its
-/// client takes data; dropping it frees the slot (after an upgrade too: the WebSocket owns it
-/// then).
-struct TrackedIo {
-    stream: TcpStream,
-    conn: Arc<Conn>,
-    /// The last write found the socket full, and none has made progress since.
-    stalled: bool,
-}
-
-impl TrackedIo {
-    /// Tells the connection when its writes stall (the socket is full) and when they move again.
-    fn wrote(&mut self, polled: &Poll<std::io::Result<usize>>) {
-        match polled {
-            Poll::Pending if !self.stalled => {
-                self.stalled = true;
-                self.conn.write_stalled();
-            }
-            Poll::Ready(Ok(n)) if *n > 0 && self.stalled => {
-                self.stalled = false;
-                self.conn.write_progressed();
-            }
-            _ => {}
-        }
-    }
-}
-
-impl Drop for TrackedIo {
-    fn drop(&mut self) {
-        self.conn.release();
-    }
-}
-
-impl AsyncRead for TrackedIo {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.conn.bytes_read();
-        }
-        polled
-    }
-}
-
-impl AsyncWrite for TrackedIo {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let polled = Pin::new(&mut self.stream).poll_write(cx, buf);
-        self.wrote(&polled);
-        polled
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        let polled = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
-        self.wrote(&polled);
-        polled
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.stream).poll_shutdown(cx)
-    }
-}
-
-/// A request's connection, in its extensions: what an upgraded protocol (the WebSocket) tells
-/// the cap, and how it learns that it was replaced there. Absent when the router is driven
-/// without [`crate::Server::serve`].
-#[derive(Clone)]
-pub(crate) struct ConnHandle(Arc<Conn>);
-
-impl ConnHandle {
-    /// The upgraded connection holds nothing (`true`: a WebSocket with no stream open), so a
-    /// new connection may take its place at the cap; or it holds something again (`false`).
-    /// `false`: it was replaced already, and must close.
-    pub(crate) fn set_idle(&self, idle: bool) -> bool {
-        self.0.set_upgrade_idle(idle)
-    }
-
-    /// Completes once a new connection took this one's place at the cap.
-    pub(crate) async fn evicted(&self) {
-        self.0.evicted().await;
-    }
-}
-
-/// Marks its connection busy while it lives: from a request's head to its response body's end.
-struct InFlight(Arc<Conn>);
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.end_request();
-    }
-}
-
-/// A response body that keeps its request in flight until it ends.
-pub(crate) struct TrackedBody {
-    body: Body,
-    _in_flight: InFlight,
-}
-
-impl http_body::Body for TrackedBody {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
     }
 }
 
