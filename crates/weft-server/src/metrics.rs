@@ -25,7 +25,8 @@ pub(crate) struct Metrics {
     store_calls: AtomicU64,
     store_micros: AtomicU64,
     connections_open: AtomicI64,
-    /// Connections whose writes are stalled now (their client takes no data).
+    /// Open connections whose writes are stalled now (their client takes no data); one replaced
+    /// at the cap stops counting at once.
     connections_stalled: AtomicI64,
     /// Connections the server closed itself, by reason (`conn::Closed`).
     connections_closed: Mutex<BTreeMap<&'static str, u64>>,

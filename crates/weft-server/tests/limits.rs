@@ -443,6 +443,8 @@ async fn a_flood_of_streams_never_read_leaves_healthz_answering() {
         }
         // Every slot holds a flood connection whose writes are stalled.
         let stalled = await_metric(&server, "weft_connections_stalled", cap as f64).await;
+        // The gauge counts open connections only, not those already replaced and closing.
+        assert_eq!(stalled, cap as f64, "round {round}");
         assert_eq!(metric_inside(&server, "weft_connections_open").await, cap as f64);
         // A client's new connection takes the place of one of them and is answered.
         let client = reqwest::Client::builder().no_proxy().build().unwrap();
